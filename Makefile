@@ -22,7 +22,7 @@ DEMO_SPEC := lab/rack6.yml
 DEMO_LAB := rack6
 REPORT_DIR := $(CURDIR)/diskproof-report
 
-.PHONY: help deps apt venv collection demo test lint sanity units molecule clean
+.PHONY: help deps apt venv collection demo test lint sanity units package molecule clean
 
 help:
 	@echo "make demo   install what is needed, validate the 6-host lab rack, print the report ($(REPORT_DIR))"
@@ -56,7 +56,7 @@ $(COLLECTION_LINK):
 demo: deps
 	tools/demo "$(DEMO_SPEC)" "$(DEMO_LAB)" "$(REPORT_DIR)"
 
-test: deps lint sanity units molecule
+test: deps lint sanity units package molecule
 	@echo "make test: all passed"
 
 lint: deps
@@ -74,6 +74,16 @@ sanity: deps
 
 units: deps
 	pytest -q tests/unit
+
+# The tarball users install: build it, install it into an empty path, render the plugin docs.
+package: deps
+	rm -rf .cache/package && mkdir -p .cache/package/collections
+	ansible-galaxy collection build --force --output-path .cache/package .
+	ansible-galaxy collection install --force -p .cache/package/collections .cache/package/diskproof-fleet-*.tar.gz
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.bench_facts >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t callback diskproof.fleet.report >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t role diskproof.fleet.benchmark >/dev/null
+	@echo "package: built, installed and documented: $$(ls .cache/package/*.tar.gz)"
 
 molecule: deps
 	molecule test --all

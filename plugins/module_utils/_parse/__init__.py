@@ -1,0 +1,190 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for benchmark tool output, and their mapping to result records (schema 1).
+
+No Ansible imports: bench_facts calls parse_output() and make_record(); everything here is
+reachable from pytest without Ansible. The one exception raised is errors.ParseError.
+
+    tool, results = parse_output(text, tool="auto", direction=None, argv=None)
+    records = [make_record(result, test="dd_seq_write", target={...}, params={...}) for result in results]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import dd, fio
+from .detect import detect_tool, tool_from_argv
+from .errors import ParseError
+
+__all__ = [
+    "ParseError", "SCHEMA", "parse_output", "make_record", "empty_metrics", "version_from_banner", "sha256_hex",
+    "join_output", "error_result", "apply_exit_code", "tool_errors",
+]
+
+SCHEMA = 1
+DD_DIRECTIONS = {"read": ("read",), "write": ("write",), "copy": ("read", "write")}
+_VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)+)")
+
+
+def empty_metrics() -> Dict[str, Any]:
+    return {
+        "read_bytes_per_s": None,
+        "write_bytes_per_s": None,
+        "read_iops": None,
+        "write_iops": None,
+        "fsyncs_per_s": None,
+        "latency_ns": {"read": None, "write": None},
+    }
+
+
+def _result(tool: str, version: Optional[str], job: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "tool": tool,
+        "tool_version": version,
+        "job": job,
+        "metrics": empty_metrics(),
+        "bytes": None,
+        "seconds": None,
+        "warnings": [],
+        "error": None,
+    }
+
+
+def dd_result(run: dd.DdRun, direction: Optional[str]) -> Dict[str, Any]:
+    """One dd run as a partial record; direction (read, write, copy) says which rate it fills."""
+    result = _result("dd", None, {"name": None, "index": run.index, "groupid": None, "client": None})
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    rate = run.bytes_per_s
+    if rate is not None and direction not in DD_DIRECTIONS:
+        result["warnings"].append(
+            "dd direction unknown (read, write or copy): rate %.6g B/s not put in metrics; "
+            "pass direction= or argv with if=/of=" % rate
+        )
+    for name in DD_DIRECTIONS.get(direction or "", ()):
+        result["metrics"][name + "_bytes_per_s"] = rate
+    return result
+
+
+def fio_result(job: fio.FioJob) -> Dict[str, Any]:
+    """One fio job as a partial record: both directions filled when the job did both."""
+    ident = {"name": job.name, "index": job.index, "groupid": job.groupid, "client": job.client}
+    result = _result("fio", job.tool_version, ident)
+    result.update(bytes=job.bytes, seconds=job.seconds, error=job.error, warnings=list(job.warnings))
+    metrics = result["metrics"]
+    for name in ("read", "write"):
+        found = getattr(job, name)
+        if found is not None:
+            metrics[name + "_bytes_per_s"] = found.bytes_per_s
+            metrics[name + "_iops"] = found.iops
+            metrics["latency_ns"][name] = found.latency_ns
+    if job.trim is not None:
+        result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
+    metrics["fsyncs_per_s"] = job.fsyncs_per_s
+    return result
+
+
+def resolve_tool(tool: str, text: str, argv: Optional[List[str]] = None) -> str:
+    """The tool whose output text is: as given, else from argv[0], else from the text."""
+    if tool in ("dd", "fio"):
+        return tool
+    return tool_from_argv(argv) or detect_tool(text)
+
+
+def parse_output(
+    text: str, tool: str = "auto", direction: Optional[str] = None, argv: Optional[List[str]] = None
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """(tool, partial records) for every run/job in text. ParseError for anything not exact."""
+    tool = resolve_tool(tool, text, argv)
+    if tool == "dd":
+        direction = direction or dd.direction_from_argv(argv or [])
+        return tool, [dd_result(run, direction) for run in dd.parse(text)]
+    return tool, [fio_result(job) for job in fio.parse(text)]
+
+
+def make_record(
+    result: Dict[str, Any],
+    test: Optional[str] = None,
+    target: Optional[Dict[str, Any]] = None,
+    params: Optional[Dict[str, Any]] = None,
+    started: Optional[str] = None,
+    finished: Optional[str] = None,
+    command: Optional[List[str]] = None,
+    exit_code: Optional[int] = None,
+    raw_sha256: Optional[str] = None,
+    device_io: Optional[Dict[str, int]] = None,
+    tool_version: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A schema-1 result record (docs/architecture.md) from a partial record and the run context."""
+    return {
+        "schema": SCHEMA,
+        "test": test or result["tool"],
+        "tool": result["tool"],
+        "tool_version": result["tool_version"] or tool_version,
+        "target": dict(target or {}),
+        "params": dict(params or {}),
+        "job": dict(result["job"]),
+        "metrics": result["metrics"],
+        "bytes": result["bytes"],
+        "seconds": result["seconds"],
+        "started": started,
+        "finished": finished,
+        "command": None if command is None else list(command),
+        "exit_code": exit_code,
+        "raw_sha256": raw_sha256,
+        "device_io": device_io,
+        "warnings": list(result["warnings"]),
+        "error": result["error"],
+    }
+
+
+def join_output(stdout: bytes, stderr: bytes) -> bytes:
+    """The raw text of a run: stdout then stderr, a line break between them when stdout lacks one."""
+    if stdout and stderr and not stdout.endswith(b"\n"):
+        return stdout + b"\n" + stderr
+    return stdout + stderr
+
+
+def error_result(tool: str, error: ParseError) -> Dict[str, Any]:
+    """The one partial record of a run that failed (non-zero exit) and printed nothing parseable:
+    the error is the tool's own message as the parser quoted it."""
+    result = _result(tool, None, {"name": None, "index": 0, "groupid": None, "client": None})
+    result["warnings"].append("output not parseable: %s" % error)
+    result["error"] = error.line or str(error)
+    return result
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def apply_exit_code(records: List[Dict[str, Any]], exit_code: Optional[int], text: str) -> None:
+    """A non-zero exit with no record carrying an error marks every record failed with the last output line."""
+    if not exit_code or any(record["error"] for record in records):
+        return
+    for record in records:
+        record["error"] = "exit code %d: %s" % (exit_code, _last_line(text))
+
+
+def tool_errors(records: List[Dict[str, Any]], exit_code: Optional[int]) -> List[str]:
+    """The distinct error messages of a run, in order; empty when the tool succeeded."""
+    errors = list(dict.fromkeys(record["error"] for record in records if record["error"]))
+    if exit_code and not errors:
+        errors = ["exit code %d" % exit_code]
+    return errors
+
+
+def version_from_banner(text: str) -> Optional[str]:
+    """'9.1' from 'dd (coreutils) 9.1', '3.33' from 'fio-3.33': the first dotted number of the first line."""
+    for line in text.splitlines():
+        if line.strip():
+            match = _VERSION.search(line)
+            return match.group(1) if match else None
+    return None
+
+
+def sha256_hex(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()

@@ -1,0 +1,392 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse the status output of dd (GNU coreutils, busybox, BSD/macOS) into exact figures.
+
+One DdRun per dd invocation found in the text. The figures that matter are the byte count and
+the elapsed seconds of the final summary line; the rate is bytes / seconds, never the rounded
+rate dd prints (that one is only used as a cross-check). Dialects recognised:
+
+- ``gnu``: coreutils >= 8.24, ``N bytes (1.0 MB, 1.0 MiB) copied, 0.0237 s, 44.1 MB/s``, in any
+  locale (``N Bytes (1,1 GB, 1,0 GiB) kopiert, 0,5 s, 2,1 GB/s``), with the short forms
+  ``N bytes (1.0 kB) copied`` and ``N bytes copied`` for small counts; and coreutils 6.x to 8.23,
+  ``N bytes (42 GB) copied, 3.1 s, 13.5 GB/s`` (6.x: ``seconds``). SI units, IEC in second place.
+- ``busybox``: ``N bytes (80.0MB) copied, 3.084522 seconds, 25.9MB/s``: the units are binary.
+- ``bsd``: BSD/macOS, ``N bytes transferred in X secs (Y bytes/sec)``.
+- ``coreutils5``: ``N bytes transferred in X seconds (Y bytes/sec)``.
+
+``status=progress`` updates (carriage-return separated, printed before the record counts) are
+counted, never taken as the result. ``dd: ...`` lines are errors (``dd: warning: ...`` are
+warnings) and belong to the run whose record counts follow them, as dd prints them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .errors import ParseError
+from .units import byte_factor, decimal_places, parse_decimal
+
+TOOL = "dd"
+
+GNU = "gnu"
+BUSYBOX = "busybox"
+BSD = "bsd"
+COREUTILS5 = "coreutils5"
+
+_RECORDS = re.compile(r"^(?P<full>[0-9]+)\+(?P<partial>[0-9]+) (?P<label>\S.*)$")
+_TRUNCATED = re.compile(r"^(?P<count>[0-9]+) truncated records?$")
+_COPIED = re.compile(
+    r"^(?P<bytes>[0-9]+) (?P<noun>[^\s(),]+)"
+    r"(?: \((?P<human>[^()]*)\))?"
+    r" (?P<verb>[^,]+), "
+    r"(?P<seconds>[0-9][0-9.,]*(?:[eE][-+]?[0-9]+)?) (?P<sunit>s|seconds), "
+    r"(?P<rate>[^ ]+?)(?P<rate_space> ?)(?P<rate_unit>[A-Za-z]*)/s$"
+)
+_TRANSFERRED = re.compile(
+    r"^(?P<bytes>[0-9]+) bytes transferred in (?P<seconds>[0-9]+(?:\.[0-9]+)?) (?P<sunit>secs|seconds) "
+    r"\((?P<rate>[^ ()]+) bytes/sec\)$"
+)
+_HUMAN = re.compile(r"^(?P<num>[0-9]+(?:[.,][0-9]+)?)(?P<space> ?)(?P<unit>[A-Za-z]+)$")
+# dd names itself by argv[0]: "dd: ..." or "/usr/bin/dd: ..." when started by path.
+_PROGRAM = r"^(?:\S*/)?dd: "
+_MESSAGE = re.compile(_PROGRAM)
+_WARNING = re.compile(_PROGRAM + "warning: ")
+_HELP_HINT = re.compile(r"^Try [`']\S*dd --help' for more information\.$")
+# Errors dd reports before copying anything: no record counts follow them.
+_FATAL_BEFORE_COPY = re.compile(
+    _PROGRAM + r"(failed to open|opening|invalid|unrecognized|unrecognised|missing|cannot combine|.*: cannot open)"
+)
+_DEVICE_FILES = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+
+
+@dataclass(frozen=True)
+class RecordCount:
+    """``full+partial records in|out``: full blocks and short (partial) blocks."""
+
+    full: int
+    partial: int
+
+
+@dataclass
+class Summary:
+    """The final status line of one dd run."""
+
+    bytes: int
+    seconds: float
+    dialect: str
+    printed_rate_bytes_per_s: Optional[float]
+    warnings: List[str] = field(default_factory=list)
+
+
+@dataclass
+class DdRun:
+    """One dd invocation as read from its output."""
+
+    index: int = 0
+    bytes: Optional[int] = None
+    seconds: Optional[float] = None
+    dialect: Optional[str] = None
+    printed_rate_bytes_per_s: Optional[float] = None
+    records_in: Optional[RecordCount] = None
+    records_out: Optional[RecordCount] = None
+    truncated_records: int = 0
+    progress_updates: int = 0
+    errors: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> Optional[str]:
+        return "; ".join(self.errors) if self.errors else None
+
+    @property
+    def has_summary(self) -> bool:
+        return self.bytes is not None and self.seconds is not None
+
+    @property
+    def bytes_per_s(self) -> Optional[float]:
+        """bytes / seconds from the summary line; None when either is missing or seconds is 0."""
+        if not self.has_summary or not self.seconds:
+            return None
+        return self.bytes / self.seconds
+
+
+def _segments(text: str):
+    """Yield (line number, segment) for every newline- or carriage-return-separated piece; a blank
+    line yields one empty segment (a gap), empty pieces around carriage returns yield nothing."""
+    for lineno, line in enumerate(text.replace("\r\n", "\n").split("\n"), 1):
+        if not line.strip():
+            yield lineno, ""
+            continue
+        for segment in line.split("\r"):
+            if segment.strip():
+                yield lineno, segment.strip()
+
+
+def _printed_matches(printed: float, decimals: int, factor: int, exact: float) -> bool:
+    """Whether a rounded human figure is consistent with the exact value (one unit in the last place, +1%)."""
+    allowed = factor * 10.0 ** -decimals + 0.01 * exact
+    return abs(printed * factor - exact) <= allowed
+
+
+def _human_dialect(parts: List[re.Match], line: str, lineno: int) -> str:
+    spaced = {bool(part.group("space")) for part in parts}
+    if len(spaced) != 1:
+        raise ParseError(TOOL, "sizes in parentheses written one way (all with or all without a space)", line, lineno)
+    return BUSYBOX if spaced == {False} else GNU
+
+
+def _check_human_sizes(nbytes: int, parts: List[re.Match], dialect: str, line: str, lineno: int) -> List[str]:
+    systems = ["busybox"] if dialect == BUSYBOX else ["si", "iec"]
+    warnings = []
+    for part, system in zip(parts, systems):
+        factor = byte_factor(part.group("unit"), system, TOOL, line, lineno)
+        printed = parse_decimal(part.group("num"), TOOL, line, lineno)
+        if not _printed_matches(printed, decimal_places(part.group("num")), factor, nbytes):
+            warnings.append(
+                "dd printed size '%s%s%s' does not match %d bytes (read as %s units)"
+                % (part.group("num"), part.group("space"), part.group("unit"), nbytes, system)
+            )
+    return warnings
+
+
+def _printed_rate(match: re.Match, seconds: float, system: str, line: str, lineno: int) -> Optional[float]:
+    rate_text = match.group("rate")
+    factor = byte_factor(match.group("rate_unit") or "bytes", system, TOOL, line, lineno)
+    if seconds == 0 and not rate_text[:1].isdigit():
+        return None  # "Infinity B/s" (or its translation) for a zero elapsed time
+    return parse_decimal(rate_text, TOOL, line, lineno) * factor
+
+
+def _rate_warning(summary: Summary, decimals: int, factor: int) -> List[str]:
+    printed = summary.printed_rate_bytes_per_s
+    if printed is None or summary.seconds <= 0:
+        return []
+    exact = summary.bytes / summary.seconds
+    if _printed_matches(printed / factor, decimals, factor, exact):
+        return []
+    return ["dd printed rate %.6g B/s differs from bytes/seconds = %.6g B/s" % (printed, exact)]
+
+
+def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
+    nbytes = int(match.group("bytes"))
+    seconds = parse_decimal(match.group("seconds"), TOOL, line, lineno)
+    human = match.group("human")
+    warnings: List[str] = []
+    if human is None:
+        dialect = GNU  # coreutils >= 8.24 drops the parentheses below 1000 bytes
+    else:
+        parts = [_HUMAN.match(piece) for piece in human.split(", ")]
+        if not parts or len(parts) > 2 or not all(parts):
+            raise ParseError(TOOL, "sizes in parentheses like '(1.0 MB, 1.0 MiB)'", line, lineno)
+        dialect = _human_dialect(parts, line, lineno)
+        warnings.extend(_check_human_sizes(nbytes, parts, dialect, line, lineno))
+    if bool(match.group("rate_space")) == (dialect == BUSYBOX) and match.group("rate")[:1].isdigit():
+        raise ParseError(TOOL, "a rate written like the sizes (%s dialect)" % dialect, line, lineno)
+    system = "busybox" if dialect == BUSYBOX else "si"
+    rate_unit = match.group("rate_unit")
+    if not rate_unit.endswith("B"):
+        raise ParseError(TOOL, "a rate in bytes per second, got '%s/s'" % rate_unit, line, lineno)
+    summary = Summary(nbytes, seconds, dialect, _printed_rate(match, seconds, system, line, lineno), warnings)
+    factor = byte_factor(rate_unit, system, TOOL, line, lineno)
+    summary.warnings.extend(_rate_warning(summary, decimal_places(match.group("rate")), factor))
+    return summary
+
+
+def _parse_transferred(match: re.Match, line: str, lineno: int) -> Summary:
+    nbytes = int(match.group("bytes"))
+    seconds = parse_decimal(match.group("seconds"), TOOL, line, lineno)
+    dialect = BSD if match.group("sunit") == "secs" else COREUTILS5
+    rate_text = match.group("rate")
+    printed = None
+    if rate_text.isdigit():
+        printed = float(rate_text)
+    elif seconds != 0:
+        raise ParseError(TOOL, "an integer rate in bytes/sec", line, lineno)
+    summary = Summary(nbytes, seconds, dialect, printed)
+    summary.warnings.extend(_rate_warning(summary, 0, 1))
+    return summary
+
+
+def parse_summary(line: str, lineno: int = 0) -> Optional[Summary]:
+    """The summary line's figures, None if the line is not a summary line; ParseError if it is one but
+    a unit or number cannot be read exactly."""
+    match = _COPIED.match(line)
+    if match:
+        return _parse_copied(match, line, lineno)
+    match = _TRANSFERRED.match(line)
+    if match:
+        return _parse_transferred(match, line, lineno)
+    return None
+
+
+def _record_warnings(run: DdRun) -> List[str]:
+    warnings = []
+    for label, count in (("input", run.records_in), ("output", run.records_out)):
+        if count is not None and count.partial:
+            warnings.append(
+                "%d partial %s record(s) (%d+%d): short blocks, fewer bytes than bs x count may have moved"
+                % (count.partial, label, count.full, count.partial)
+            )
+    if run.truncated_records:
+        warnings.append("%d truncated record(s) (conv=block)" % run.truncated_records)
+    if run.bytes == 0 and not run.errors:
+        warnings.append("dd moved no data (0 bytes)")
+    return warnings
+
+
+class _Reader:
+    """State machine over the output lines; see parse()."""
+
+    def __init__(self) -> None:
+        self.runs: List[DdRun] = []
+        self.current: Optional[DdRun] = None
+        self.pending_errors: List[str] = []
+        self.pending_warnings: List[str] = []
+        self.pending_progress = 0
+        self.first_unknown: Optional[tuple] = None
+
+    def open_run(self) -> DdRun:
+        run = DdRun(index=len(self.runs), errors=self.pending_errors, warnings=self.pending_warnings)
+        run.progress_updates = self.pending_progress
+        self.pending_errors, self.pending_warnings, self.pending_progress = [], [], 0
+        self.current = run
+        return run
+
+    def close_run(self) -> None:
+        run = self.current
+        if run is None:
+            return
+        if not run.has_summary and not run.errors:
+            run.warnings.append("no summary line after the record counts (status=noxfer or truncated output)")
+        run.warnings.extend(_record_warnings(run))
+        self.runs.append(run)
+        self.current = None
+
+    def on_records(self, count: RecordCount) -> None:
+        run = self.current
+        if run is not None and run.records_out is None:
+            run.records_out = count
+            return
+        self.close_run()
+        self.open_run().records_in = count
+
+    def on_summary(self, summary: Summary) -> None:
+        run = self.current
+        if run is None or run.records_out is None:
+            # status=progress update: printed before the record counts of its run
+            if run is None:
+                self.pending_progress += 1
+            else:
+                run.progress_updates += 1
+            return
+        run.bytes, run.seconds, run.dialect = summary.bytes, summary.seconds, summary.dialect
+        run.printed_rate_bytes_per_s = summary.printed_rate_bytes_per_s
+        run.warnings.extend(summary.warnings)
+        self.close_run()
+
+    def on_message(self, line: str) -> None:
+        if self.current is not None and self.current.records_out is not None:
+            self.close_run()  # a run without summary line (status=noxfer): this message is the next run's
+        if _WARNING.match(line):
+            self.pending_warnings.append(line)
+            return
+        self.pending_errors.append(line)
+        if _FATAL_BEFORE_COPY.match(line) and self.current is None:
+            self.open_run()
+            self.close_run()
+
+    def on_gap(self) -> None:
+        """dd prints its error messages right before the record counts; a blank or foreign line
+        after them means no counts follow (dd stopped), so they are a run of their own."""
+        if self.pending_errors and self.current is None:
+            self.open_run()
+            self.close_run()
+
+    def on_unknown(self, line: str, lineno: int) -> None:
+        self.on_gap()
+        if self.first_unknown is None:
+            self.first_unknown = (line, lineno)
+        note = "ignored line %d: '%s'" % (lineno, line[:200])
+        if self.current is not None:
+            self.current.warnings.append(note)
+        else:
+            self.pending_warnings.append(note)
+
+    def feed(self, line: str, lineno: int) -> None:
+        match = _RECORDS.match(line)
+        if match:
+            self.on_records(RecordCount(int(match.group("full")), int(match.group("partial"))))
+            return
+        match = _TRUNCATED.match(line)
+        if match and self.current is not None:
+            self.current.truncated_records = int(match.group("count"))
+            return
+        summary = parse_summary(line, lineno)
+        if summary is not None:
+            self.on_summary(summary)
+        elif _MESSAGE.match(line):
+            self.on_message(line)
+        elif not _HELP_HINT.match(line):
+            self.on_unknown(line, lineno)
+
+    def finish(self, text: str) -> List[DdRun]:
+        self.close_run()
+        if self.pending_errors:
+            self.open_run()
+            self.close_run()
+        elif self.runs and self.pending_warnings:
+            self.runs[-1].warnings.extend(self.pending_warnings)
+        if not any(run.has_summary or run.errors for run in self.runs):
+            line, lineno = self.first_unknown or (_first_line(text), 1 if text.strip() else None)
+            raise ParseError(TOOL, "dd status output ('N+M records in/out' and a summary line)", line, lineno)
+        return self.runs
+
+
+def _first_line(text: str) -> Optional[str]:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None
+
+
+def parse(text: str) -> List[DdRun]:
+    """All dd runs in text, in order. ParseError if there is none or a figure cannot be read exactly."""
+    if not isinstance(text, str):
+        raise ParseError(TOOL, "text, got %s" % type(text).__name__)
+    reader = _Reader()
+    for lineno, line in _segments(text):
+        if line:
+            reader.feed(line, lineno)
+        else:
+            reader.on_gap()
+    return reader.finish(text)
+
+
+def _operand(argv: List[str], name: str) -> Optional[str]:
+    value = None
+    for arg in argv[1:]:
+        if isinstance(arg, str) and arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
+
+
+def direction_from_argv(argv: List[str]) -> Optional[str]:
+    """'read', 'write' or 'copy' as the dd operands show it; None when they do not say.
+
+    of=/dev/null (or no of=) reads the input; if=/dev/zero|urandom (or no if=) writes the output;
+    file to file is a copy (both directions moved the same bytes).
+    """
+    if not argv:
+        return None
+    source, sink = _operand(argv, "if"), _operand(argv, "of")
+    reads = source is not None and source not in _DEVICE_FILES
+    writes = sink is not None and sink != "/dev/null"
+    if reads and writes:
+        return "copy"
+    if reads:
+        return "read"
+    if writes:
+        return "write"
+    return None

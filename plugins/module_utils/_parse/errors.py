@@ -1,0 +1,52 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one exception the parsers raise: ParseError (tool, what was expected, offending line)."""
+
+from __future__ import annotations
+
+MAX_QUOTED_CHARS = 400
+
+
+def printable(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """Return text safe to quote in a message: control and undecodable characters escaped, shortened."""
+    out = []
+    for char in text:
+        if char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x100:
+            out.append("\\x%02x" % ord(char))
+        else:
+            out.append("\\u%04x" % ord(char))
+    quoted = "".join(out)
+    if len(quoted) > limit:
+        quoted = quoted[:limit] + "..."
+    return quoted
+
+
+class ParseError(ValueError):
+    """Tool output that the parser cannot turn into exact figures.
+
+    Attributes:
+        tool: the tool whose output was parsed (dd, fio, or auto while detecting).
+        expected: what the parser was looking for, in words.
+        line: the offending line (escaped and shortened), or None when the input was empty.
+        lineno: 1-based line number of the offending line when known.
+    """
+
+    def __init__(self, tool: str, expected: str, line: str | None = None, lineno: int | None = None) -> None:
+        self.tool = tool
+        self.expected = expected
+        self.line = None if line is None else printable(line)
+        self.lineno = lineno
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        text = "%s output: expected %s" % (self.tool, self.expected)
+        if self.line is None:
+            return text
+        where = "line %d" % self.lineno if self.lineno is not None else "line"
+        return "%s; offending %s: '%s'" % (text, where, self.line)
+
+    def __str__(self) -> str:
+        return self.message

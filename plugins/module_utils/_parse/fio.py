@@ -1,0 +1,364 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse fio JSON output (``--output-format=json`` or ``json+``, fio 2.x and 3.x) into exact figures.
+
+One FioJob per entry of ``jobs`` (or of ``client_stats`` for ``--client`` runs, where the
+``All clients`` aggregate is skipped: it would count every client twice). Text around the JSON
+object (fio's warnings and errors, before or after it) becomes warnings; a job with ``error``
+!= 0 gets an error message, fio's own ``err=N`` line when there is one.
+
+Units: fio 3.x reports ``io_bytes`` in bytes and latencies in ns (``clat_ns``, ``lat_ns``); fio 2.x
+reports ``io_bytes`` in KiB and latencies in microseconds (``clat``, ``lat``). The unit is decided
+by the keys present (``io_kbytes``/``bw_bytes`` exist only when ``io_bytes`` is in bytes), never by
+the size of a number.
+
+Figures per direction: bytes/s = io_bytes / runtime (fio's ``bw_bytes`` is the same quotient
+truncated to an integer, fio 2.x ``bw`` is in KiB/s); ops/s = fio's ``iops``; latency = the
+completion latency ``clat`` (mean, p50, p99, p99.9, max), falling back to the mean of the total
+latency ``lat`` when fio reported no completion latency.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import ParseError
+from .units import KIB, NS_PER_US, ms_to_s
+
+TOOL = "fio"
+DIRECTIONS = ("read", "write", "trim")
+PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9))
+AGGREGATE_CLIENT = "All clients"
+MAX_NOISE_LINES = 20
+MAX_INTEGER = 2 ** 64  # fio's counters are 64-bit; anything larger is not fio output
+
+_OBJECT_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
+
+
+@dataclass
+class Direction:
+    """One I/O direction of one job, in SI base units."""
+
+    io_bytes: int
+    runtime_ms: float
+    bytes_per_s: Optional[float]
+    iops: float
+    total_ios: Optional[int]
+    latency_ns: Optional[Dict[str, Optional[float]]]
+
+
+@dataclass
+class FioJob:
+    """One fio job (or one client's job) as reported in the JSON output."""
+
+    index: int
+    name: str
+    groupid: Optional[int]
+    client: Optional[str]
+    version: Optional[str]
+    error_code: int
+    error: Optional[str]
+    read: Optional[Direction] = None
+    write: Optional[Direction] = None
+    trim: Optional[Direction] = None
+    fsyncs: Optional[int] = None
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def directions(self) -> List[Tuple[str, Direction]]:
+        found = [(name, getattr(self, name)) for name in DIRECTIONS]
+        return [(name, found_dir) for name, found_dir in found if found_dir is not None]
+
+    @property
+    def bytes(self) -> int:
+        return sum(found.io_bytes for _name, found in self.directions)
+
+    @property
+    def seconds(self) -> Optional[float]:
+        """The longest direction runtime: fio's own measure of how long the job did I/O."""
+        runtimes = [found.runtime_ms for _name, found in self.directions]
+        return ms_to_s(max(runtimes)) if runtimes else None
+
+    @property
+    def fsyncs_per_s(self) -> Optional[float]:
+        seconds = self.seconds
+        if not self.fsyncs or not seconds:
+            return None
+        return self.fsyncs / seconds
+
+    @property
+    def tool_version(self) -> Optional[str]:
+        if self.version is None:
+            return None
+        return self.version[4:] if self.version.startswith("fio-") else self.version
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value)[:120]
+    except (TypeError, ValueError):
+        return repr(value)[:120]
+
+
+def _bad(path: str, key: str, expected: str, value: Any) -> ParseError:
+    return ParseError(TOOL, "%s at %s.%s" % (expected, path, key), '"%s": %s' % (key, _json_text(value)))
+
+
+def _number(obj: Dict[str, Any], key: str, path: str) -> float:
+    """A finite, non-negative JSON number (not a boolean) at obj[key]."""
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(path, key, "a non-negative number", value)
+    if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= MAX_INTEGER:
+        raise _bad(path, key, "a non-negative number below 2**64", value)
+    return value
+
+
+def _optional_number(obj: Dict[str, Any], key: str, path: str) -> Optional[float]:
+    return None if obj.get(key) is None else _number(obj, key, path)
+
+
+def _integer(obj: Dict[str, Any], key: str, path: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_INTEGER:
+        raise _bad(path, key, "an integer", value)
+    return value
+
+
+def _mapping(obj: Dict[str, Any], key: str, path: str) -> Optional[Dict[str, Any]]:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise _bad(path, key, "an object", value)
+    return value
+
+
+def _as_int(value: float) -> int:
+    return int(value) if float(value).is_integer() else int(round(value))
+
+
+def _percentiles(stats: Dict[str, Any], scale: int, path: str) -> Dict[str, Optional[float]]:
+    table = _mapping(stats, "percentile", path) or {}
+    found: Dict[str, Optional[float]] = {name: None for name, _pct in PERCENTILES}
+    for key in table:
+        try:
+            pct = float(key)
+        except ValueError:
+            continue
+        for name, wanted in PERCENTILES:
+            if abs(pct - wanted) < 1e-6:
+                found[name] = _number(table, key, path + ".percentile") * scale
+    return found
+
+
+def _has_samples(stats: Dict[str, Any], path: str) -> bool:
+    if "N" in stats:
+        return _number(stats, "N", path) > 0
+    return _number(stats, "max", path) > 0  # fio 2.x has no sample count
+
+
+def _latency(found: Dict[str, Any], path: str, warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
+    """Completion latency in ns: mean, p50, p99, p99_9, max; lat mean as fallback; None if neither."""
+    for key, scale in (("clat_ns", 1), ("clat", NS_PER_US)):
+        stats = _mapping(found, key, path)
+        if stats is not None and _has_samples(stats, path + "." + key):
+            sub = path + "." + key
+            latency: Dict[str, Optional[float]] = {"mean": _number(stats, "mean", sub) * scale}
+            latency.update(_percentiles(stats, scale, sub))
+            latency["max"] = _number(stats, "max", sub) * scale
+            return latency
+    for key, scale in (("lat_ns", 1), ("lat", NS_PER_US)):
+        stats = _mapping(found, key, path)
+        if stats is not None and _has_samples(stats, path + "." + key):
+            warnings.append("%s: no completion latency (clat); latency mean is fio's total latency (%s)" % (path, key))
+            mean = _number(stats, "mean", path + "." + key) * scale
+            return {"mean": mean, "p50": None, "p99": None, "p99_9": None, "max": None}
+    return None
+
+
+def _direction(job: Dict[str, Any], name: str, path: str, warnings: List[str]) -> Optional[Direction]:
+    found = _mapping(job, name, path)
+    if found is None:
+        return None
+    sub = path + "." + name
+    in_bytes = "io_kbytes" in found or "bw_bytes" in found
+    io_bytes = _as_int(_number(found, "io_bytes", sub) * (1 if in_bytes else KIB))
+    runtime_ms = _number(found, "runtime", sub)
+    iops = _number(found, "iops", sub)
+    total_ios = _optional_number(found, "total_ios", sub)
+    if io_bytes == 0 and not (total_ios and runtime_ms):
+        return None  # direction not exercised by this job (or its only I/O failed at once)
+    bytes_per_s = io_bytes * 1000.0 / runtime_ms if runtime_ms > 0 else None
+    if bytes_per_s is None:
+        warnings.append("%s: runtime 0 ms, bytes per second unknown" % sub)
+    latency = _latency(found, sub, warnings)
+    ios = None if total_ios is None else _as_int(total_ios)
+    return Direction(io_bytes, runtime_ms, bytes_per_s, iops, ios, latency)
+
+
+def _fsyncs(job: Dict[str, Any], path: str) -> Optional[int]:
+    """fsync/fdatasync calls: fio 3.x ``sync.total_ios``, which fio leaves 0, so ``sync.lat_ns.N``."""
+    sync = _mapping(job, "sync", path)
+    if sync is None:
+        return None
+    count = _optional_number(sync, "total_ios", path + ".sync") or 0
+    lat = _mapping(sync, "lat_ns", path + ".sync")
+    if not count and lat is not None:
+        count = _optional_number(lat, "N", path + ".sync.lat_ns") or 0
+    return _as_int(count) or None
+
+
+def _strerror(code: int) -> str:
+    try:
+        return os.strerror(code)
+    except (ValueError, OverflowError):
+        return "unknown error"
+
+
+def _error_message(code: int, name: str, noise: List[str]) -> Optional[str]:
+    if code == 0:
+        return None
+    pattern = re.compile(r"\berr=\s*%d/" % code)
+    for line in noise:
+        if pattern.search(line):
+            return line
+    return "fio job '%s' reported error %d (%s)" % (name, code, _strerror(code))
+
+
+def _client(job: Dict[str, Any], path: str) -> Optional[str]:
+    host = job.get("hostname")
+    if host is None:
+        return None
+    if not isinstance(host, str):
+        raise _bad(path, "hostname", "a string", host)
+    port = job.get("port")
+    if port is None:
+        return host
+    return "%s:%d" % (host, _integer(job, "port", path))
+
+
+def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[str]) -> FioJob:
+    if not isinstance(raw, dict):
+        raise ParseError(TOOL, "a job object at %s" % path, _json_text(raw))
+    name = raw.get("jobname")
+    if not isinstance(name, str):
+        raise _bad(path, "jobname", "a string", name)
+    code = _integer(raw, "error", path)
+    groupid = _integer(raw, "groupid", path) if "groupid" in raw else None
+    warnings = list(_noise_warnings(noise))
+    job = FioJob(index, name, groupid, _client(raw, path), version, code, _error_message(code, name, noise))
+    for direction in DIRECTIONS:
+        setattr(job, direction, _direction(raw, direction, path, warnings))
+    job.fsyncs = _fsyncs(raw, path)
+    job.warnings = warnings
+    return job
+
+
+def _noise_warnings(noise: List[str]) -> List[str]:
+    if len(noise) <= MAX_NOISE_LINES:
+        return noise
+    return noise[:MAX_NOISE_LINES] + ["... %d more lines of fio output outside the JSON" % (len(noise) - MAX_NOISE_LINES)]
+
+
+def _job_list(doc: Dict[str, Any]) -> Tuple[str, List[Any]]:
+    key = "client_stats" if "client_stats" in doc else "jobs"
+    jobs = doc.get(key)
+    if not isinstance(jobs, list):
+        raise _bad("$", key, "a list of jobs", jobs)
+    return key, jobs
+
+
+def _version(doc: Dict[str, Any]) -> Optional[str]:
+    version = doc.get("fio version")
+    if version is not None and not isinstance(version, str):
+        raise _bad("$", "fio version", "a string", version)
+    return version
+
+
+def _looks_like_fio(obj: Any) -> bool:
+    return isinstance(obj, dict) and any(key in obj for key in ("fio version", "jobs", "client_stats"))
+
+
+def _lines(text: str) -> List[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _line_at(text: str, pos: int) -> Tuple[str, int]:
+    lineno = text.count("\n", 0, pos) + 1
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[start:end if end >= 0 else len(text)], lineno
+
+
+def _documents(text: str) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The fio JSON objects in text, and the non-JSON lines around them (fio's own messages)."""
+    decoder = json.JSONDecoder()
+    docs: List[Dict[str, Any]] = []
+    noise: List[str] = []
+    consumed = search_from = 0
+    failure: Optional[int] = None
+    while True:
+        match = _OBJECT_START.search(text, search_from)
+        if match is None:
+            break
+        start = match.end() - 1
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError) as exc:
+            failure = getattr(exc, "pos", start) if failure is None else failure
+            search_from = match.end()
+            continue
+        search_from = end if _looks_like_fio(obj) else match.end()
+        if _looks_like_fio(obj):
+            noise.extend(_lines(text[consumed:start]))
+            docs.append(obj)
+            consumed = end
+    noise.extend(_lines(text[consumed:]))
+    if not docs:
+        _raise_no_json(text, noise, failure)
+    return docs, noise
+
+
+def _raise_no_json(text: str, noise: List[str], failure: Optional[int]) -> None:
+    if failure is not None:
+        line, lineno = _line_at(text, failure)
+        raise ParseError(TOOL, "one complete JSON object (the output is cut short or not valid JSON)", line, lineno)
+    if not noise:
+        raise ParseError(TOOL, "fio JSON output (--output-format=json), got empty output")
+    own = [line for line in noise if line.startswith("fio:")]
+    quoted = " | ".join(own[:3]) if own else noise[0]
+    own = own or noise
+    raise ParseError(
+        TOOL, "fio JSON output (--output-format=json), found none", quoted, _lineno(text, own[0])
+    )
+
+
+def _lineno(text: str, line: str) -> Optional[int]:
+    for number, candidate in enumerate(text.splitlines(), 1):
+        if candidate.strip() == line:
+            return number
+    return None
+
+
+def parse(text: str) -> List[FioJob]:
+    """Every job of every fio JSON object in text, in order; ParseError when there is none or a
+    figure has the wrong type."""
+    if not isinstance(text, str):
+        raise ParseError(TOOL, "text, got %s" % type(text).__name__)
+    docs, noise = _documents(text)
+    jobs: List[FioJob] = []
+    for doc in docs:
+        version = _version(doc)
+        key, raw_jobs = _job_list(doc)
+        for position, raw in enumerate(raw_jobs):
+            path = "%s[%d]" % (key, position)
+            if key == "client_stats" and isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT:
+                continue
+            jobs.append(_job(raw, len(jobs), path, version, noise))
+    if not jobs:
+        raise ParseError(TOOL, "at least one job in the fio JSON output", '"jobs": []')
+    return jobs

@@ -1,0 +1,129 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Units, spelled out: every human unit maps to an exact factor, or the caller gets a ParseError.
+
+Which table applies is decided by the caller from the tool and its dialect, never from the
+number: "MB" is 10**6 bytes in GNU dd (SI) but 2**20 bytes in busybox dd.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import ParseError
+
+KIB = 1024
+NS_PER_US = 1000
+NS_PER_MS = 1000 * 1000
+MS_PER_S = 1000
+SECTOR_BYTES = 512
+
+# SI prefixes as GNU coreutils prints them (human_SI | human_B): lower-case k for kilo.
+SI_BYTES = {
+    "B": 1,
+    "kB": 10 ** 3,
+    "MB": 10 ** 6,
+    "GB": 10 ** 9,
+    "TB": 10 ** 12,
+    "PB": 10 ** 15,
+    "EB": 10 ** 18,
+    "ZB": 10 ** 21,
+    "YB": 10 ** 24,
+    "RB": 10 ** 27,
+    "QB": 10 ** 30,
+}
+
+# IEC binary prefixes, as GNU coreutils >= 8.24 prints them next to the SI figure.
+IEC_BYTES = {
+    "B": 1,
+    "KiB": 2 ** 10,
+    "MiB": 2 ** 20,
+    "GiB": 2 ** 30,
+    "TiB": 2 ** 40,
+    "PiB": 2 ** 50,
+    "EiB": 2 ** 60,
+    "ZiB": 2 ** 70,
+    "YiB": 2 ** 80,
+    "RiB": 2 ** 90,
+    "QiB": 2 ** 100,
+}
+
+# busybox make_human_readable_str(): powers of 1024 written with SI-looking letters.
+BUSYBOX_BYTES = {
+    "B": 1,
+    "KB": 2 ** 10,
+    "MB": 2 ** 20,
+    "GB": 2 ** 30,
+    "TB": 2 ** 40,
+    "PB": 2 ** 50,
+    "EB": 2 ** 60,
+    "ZB": 2 ** 70,
+    "YB": 2 ** 80,
+}
+
+# BSD dd and coreutils 5 print a plain integer rate.
+PLAIN_BYTES = {
+    "bytes": 1,
+}
+
+SYSTEMS = {
+    "si": SI_BYTES,
+    "iec": IEC_BYTES,
+    "busybox": BUSYBOX_BYTES,
+    "plain": PLAIN_BYTES,
+}
+
+_DECIMAL = re.compile(r"^[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?$")
+
+
+def parse_decimal(text: str, tool: str, line: str, lineno: int | None = None) -> float:
+    """Parse an unsigned decimal written with a point or a decimal comma ("0,5"), %g exponent allowed."""
+    if not _DECIMAL.match(text):
+        raise ParseError(tool, "a decimal number, got '%s'" % text, line, lineno)
+    value = float(text.replace(",", "."))
+    if not math.isfinite(value):
+        raise ParseError(tool, "a finite number, got '%s'" % text, line, lineno)
+    return value
+
+
+def decimal_places(text: str) -> int:
+    """Digits after the decimal separator of a printed number ("52,4" -> 1, "392" -> 0)."""
+    mantissa = re.split(r"[eE]", text)[0]
+    for sep in (".", ","):
+        if sep in mantissa:
+            return len(mantissa.split(sep, 1)[1])
+    return 0
+
+
+def byte_factor(unit: str, system: str, tool: str, line: str, lineno: int | None = None) -> int:
+    """Bytes per unit in the named system ("si", "iec", "busybox", "plain"); unknown unit -> ParseError."""
+    table = SYSTEMS.get(system)
+    if table is None or unit not in table:
+        raise ParseError(tool, "a known %s byte unit, got '%s'" % (system, unit), line, lineno)
+    return table[unit]
+
+
+def to_bytes(number: str, unit: str, system: str, tool: str, line: str, lineno: int | None = None) -> float:
+    """Printed size ("1,1", "GB", "si") -> bytes."""
+    return parse_decimal(number, tool, line, lineno) * byte_factor(unit, system, tool, line, lineno)
+
+
+def kib_to_bytes(kib: float) -> float:
+    """fio 2.x reports io_bytes and bw in KiB (1024 bytes)."""
+    return kib * KIB
+
+
+def us_to_ns(microseconds: float) -> float:
+    """fio 2.x reports latencies in microseconds."""
+    return microseconds * NS_PER_US
+
+
+def ms_to_s(milliseconds: float) -> float:
+    """fio reports runtimes in milliseconds."""
+    return milliseconds / MS_PER_S
+
+
+def sectors_to_bytes(sectors: int) -> int:
+    """/sys/block/<dev>/stat counts 512-byte sectors whatever the device's logical block size."""
+    return sectors * SECTOR_BYTES

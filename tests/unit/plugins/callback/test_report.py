@@ -1,0 +1,377 @@
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""diskproof.fleet.report driven for real: ansible-playbook runs a fleet of local hosts (plus a
+failing and an unreachable one) whose tasks return synthetic schema 1 records through the
+test module library/emit_records.py; the table, report.json and results.csv are checked exactly."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import socket
+import sys
+
+import pytest
+import yaml
+from ansible.release import __version__ as ansible_version
+
+SEQ_BLOCK_SIZE = 1048576
+RAND_BLOCK_SIZE = 4096
+
+
+def make_record(test, path, device, *, tool, block_size, seconds, bytes_moved, read_bytes_per_s=None, write_bytes_per_s=None,
+                read_iops=None, write_iops=None, error=None):
+    """A schema 1 result record, as diskproof.fleet.bench_facts returns it."""
+    return {
+        "schema": 1,
+        "test": test,
+        "tool": tool,
+        "tool_version": "9.1" if tool == "dd" else "3.33",
+        "target": {"path": path, "device": device},
+        "params": {"block_size": block_size, "size_bytes": 268435456, "direct": tool == "fio", "sync": "fdatasync" if tool == "dd" else None},
+        "metrics": {
+            "read_bytes_per_s": read_bytes_per_s,
+            "write_bytes_per_s": write_bytes_per_s,
+            "read_iops": read_iops,
+            "write_iops": write_iops,
+            "fsyncs_per_s": None,
+            "latency_ns": {"read": None, "write": None},
+        },
+        "bytes": bytes_moved,
+        "seconds": seconds,
+        "started": "2026-11-22T00:00:00Z",
+        "finished": "2026-11-22T00:00:05Z",
+        "command": None,
+        "exit_code": 1 if error else 0,
+        "raw_sha256": "0" * 64,
+        "device_io": None,
+        "warnings": [],
+        "error": error,
+    }
+
+
+def seq_write(path, device, write_bytes_per_s, error=None):
+    """dd sequential write, 5 s; bytes follow from the rate."""
+    seconds = 5.0
+    bytes_moved = int(write_bytes_per_s * seconds) if write_bytes_per_s else 52428800
+    return make_record("dd_seq_write", path, device, tool="dd", block_size=SEQ_BLOCK_SIZE, seconds=seconds, bytes_moved=bytes_moved,
+                       write_bytes_per_s=write_bytes_per_s, error=error)
+
+
+def rand_read(path, device, read_iops, error=None):
+    """fio 4 KiB random read, 10 s; bytes per second follow from the IOPS."""
+    seconds = 10.0
+    read_bytes_per_s = float(read_iops * RAND_BLOCK_SIZE) if read_iops else None
+    bytes_moved = int(read_iops * RAND_BLOCK_SIZE * seconds) if read_iops else 0
+    return make_record("fio_rand_read", path, device, tool="fio", block_size=RAND_BLOCK_SIZE, seconds=seconds, bytes_moved=bytes_moved,
+                       read_bytes_per_s=read_bytes_per_s, read_iops=float(read_iops) if read_iops else None, error=error)
+
+
+def local_host():
+    return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def unreachable_host():
+    # Nothing listens on port 1: ssh is refused at once; ConnectTimeout caps it if packets vanish.
+    return {
+        "ansible_connection": "ssh",
+        "ansible_host": "127.0.0.1",
+        "ansible_port": 1,
+        "ansible_ssh_common_args": "-o ConnectTimeout=2 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+    }
+
+
+D0, D1 = "/srv/diskproof/d0", "/srv/diskproof/d1"
+NO_SPACE = "dd: error writing '/srv/diskproof/d0/diskproof.testfile': No space left on device"
+IO_ERROR = "fio: io_u error on file /srv/diskproof/d1/diskproof.testfile: Input/output error"
+UNREACHABLE = "Failed to connect to the host via ssh: ssh: connect to host 127.0.0.1 port 1: Connection refused"
+
+# One non-loop task: n03 is 25 % slow, n04's dd fails but still returns its record.
+SEQ_WRITE = {
+    "n01": [seq_write(D0, "sdb", 200e6)],
+    "n02": [seq_write(D0, "sdb", 205e6)],
+    "n03": [seq_write(D0, "sdb", 150e6)],
+    "n04": [seq_write(D0, "sdb", None, error=NO_SPACE)],
+}
+SEQ_WRITE_FAIL = {"n04": "dd exited 1"}
+# One loop task, an item per target: n02's d1 fails with no record, n03's d1 fails with an error
+# record, n03's d0 is 39 % slow.
+RAND_READ = {
+    "n01": [{"label": "d0", "records": [rand_read(D0, "sdb", 20000)]}, {"label": "d1", "records": [rand_read(D1, "sdc", 19500)]}],
+    "n02": [{"label": "d0", "records": [rand_read(D0, "sdb", 21000)]}, {"label": "d1", "records": [], "fail_msg": "fio exited 1 without output"}],
+    "n03": [{"label": "d0", "records": [rand_read(D0, "sdb", 12000)]},
+            {"label": "d1", "records": [rand_read(D1, "sdc", None, error=IO_ERROR)], "fail_msg": "fio reported an I/O error"}],
+}
+
+FLEET_INVENTORY = {"all": {"children": {"fleet": {"hosts": {
+    "n01": local_host(), "n02": local_host(), "n03": local_host(), "n04": local_host(), "n05": local_host(), "n06": unreachable_host(),
+}}}}}
+
+FLEET_PLAYBOOK = [{
+    "name": "Emit synthetic diskproof records",
+    "hosts": "fleet",
+    "gather_facts": False,
+    "vars": {"seq_write": SEQ_WRITE, "seq_write_fail": SEQ_WRITE_FAIL, "rand_read": RAND_READ},
+    "tasks": [
+        {"name": "Preflight", "ansible.builtin.fail": {"msg": "preflight refused: /srv/diskproof/d0 is mounted read-only"},
+         "when": "inventory_hostname == 'n05'"},
+        {"name": "Sequential write", "ansible.legacy.emit_records": {
+            "records": "{{ seq_write[inventory_hostname] | default([]) }}",
+            "fail_msg": "{{ seq_write_fail[inventory_hostname] | default(omit) }}"}},
+        {"name": "Random read", "ansible.legacy.emit_records": {"records": "{{ item.records }}", "fail_msg": "{{ item.fail_msg | default(omit) }}"},
+         "loop": "{{ rand_read[inventory_hostname] | default([]) }}", "loop_control": {"label": "{{ item.label }}"}},
+    ],
+}]
+
+EXPECTED_TABLE = [
+    "diskproof fleet report: 12 results, 6 hosts (MB/s = 10^6 B/s, MiB/s = 2^20 B/s)",
+    "host  target             device  test            MB/s  MiB/s   IOPS  verdict       reason",
+    "----  -----------------  ------  -------------  -----  -----  -----  ------------  " + "-" * 109,
+    "n03   /srv/diskproof/d1  sdc     fio_rand_read      -      -      -  error         "
+    "fio: io_u error on file /srv/diskproof/d1/diskproof.testfile: Input/output error",
+    "n04   /srv/diskproof/d0  sdb     dd_seq_write       -      -      -  error         "
+    "dd: error writing '/srv/diskproof/d0/diskproof.testfile': No space left on device",
+    "n02   -                  -       -                  -      -      -  not_measured  failed in task 'Random read': fio exited 1 without output",
+    "n05   -                  -       -                  -      -      -  not_measured  "
+    "failed in task 'Preflight': preflight refused: /srv/diskproof/d0 is mounted read-only",
+    "n06   -                  -       -                  -      -      -  not_measured  "
+    "unreachable: Failed to connect to the host via ssh: ssh: connect to host 127.0.0.1 port 1: Connection refused",
+    "n03   /srv/diskproof/d0  sdb     fio_rand_read   49.2   46.9  12000  outlier       -39.2% vs median 19750 IOPS (n=4), limit -15%",
+    "n03   /srv/diskproof/d0  sdb     dd_seq_write   150.0  143.1      -  outlier       -25.0% vs median 200.0 MB/s (n=3), limit -15%",
+    "n01   /srv/diskproof/d1  sdc     fio_rand_read   79.9   76.2  19500  pass          -1.3% vs median 19750 IOPS (n=4)",
+    "n01   /srv/diskproof/d0  sdb     dd_seq_write   200.0  190.7      -  pass          +0.0% vs median 200.0 MB/s (n=3)",
+    "n01   /srv/diskproof/d0  sdb     fio_rand_read   81.9   78.1  20000  pass          +1.3% vs median 19750 IOPS (n=4)",
+    "n02   /srv/diskproof/d0  sdb     dd_seq_write   205.0  195.5      -  pass          +2.5% vs median 200.0 MB/s (n=3)",
+    "n02   /srv/diskproof/d0  sdb     fio_rand_read   86.0   82.0  21000  pass          +6.3% vs median 19750 IOPS (n=4)",
+    "verdicts: error 2, not_measured 3, outlier 2, pass 5",
+    "report: {dir}/report.json (also {dir}/results.csv)",
+]
+
+# (host, test, target path, verdict), worst first, exactly once each: loop summaries add nothing.
+EXPECTED_ENTRIES = [
+    ("n03", "fio_rand_read", D1, "error"),
+    ("n04", "dd_seq_write", D0, "error"),
+    ("n02", None, None, "not_measured"),
+    ("n05", None, None, "not_measured"),
+    ("n06", None, None, "not_measured"),
+    ("n03", "fio_rand_read", D0, "outlier"),
+    ("n03", "dd_seq_write", D0, "outlier"),
+    ("n01", "fio_rand_read", D1, "pass"),
+    ("n01", "dd_seq_write", D0, "pass"),
+    ("n01", "fio_rand_read", D0, "pass"),
+    ("n02", "dd_seq_write", D0, "pass"),
+    ("n02", "fio_rand_read", D0, "pass"),
+]
+
+CSV_HEADER = ["host", "target_path", "device", "test", "tool", "verdict", "reason",
+              "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error"]
+EXPECTED_CSV_ROWS = [
+    ["n03", D1, "sdc", "fio_rand_read", "fio", "error", IO_ERROR, "", "", "", "", "10.0", "0", IO_ERROR],
+    ["n04", D0, "sdb", "dd_seq_write", "dd", "error", NO_SPACE, "", "", "", "", "5.0", "52428800", NO_SPACE],
+    ["n02", "", "", "", "", "not_measured", "failed in task 'Random read': fio exited 1 without output", "", "", "", "", "", "", ""],
+    ["n05", "", "", "", "", "not_measured", "failed in task 'Preflight': preflight refused: /srv/diskproof/d0 is mounted read-only",
+     "", "", "", "", "", "", ""],
+    ["n06", "", "", "", "", "not_measured", "unreachable: " + UNREACHABLE, "", "", "", "", "", "", ""],
+    ["n03", D0, "sdb", "fio_rand_read", "fio", "outlier", "-39.2% vs median 19750 IOPS (n=4), limit -15%", "49152000.0", "", "12000.0", "", "10.0",
+     "491520000", ""],
+    ["n03", D0, "sdb", "dd_seq_write", "dd", "outlier", "-25.0% vs median 200.0 MB/s (n=3), limit -15%", "", "150000000.0", "", "", "5.0", "750000000", ""],
+    ["n01", D1, "sdc", "fio_rand_read", "fio", "pass", "-1.3% vs median 19750 IOPS (n=4)", "79872000.0", "", "19500.0", "", "10.0", "798720000", ""],
+    ["n01", D0, "sdb", "dd_seq_write", "dd", "pass", "+0.0% vs median 200.0 MB/s (n=3)", "", "200000000.0", "", "", "5.0", "1000000000", ""],
+    ["n01", D0, "sdb", "fio_rand_read", "fio", "pass", "+1.3% vs median 19750 IOPS (n=4)", "81920000.0", "", "20000.0", "", "10.0", "819200000", ""],
+    ["n02", D0, "sdb", "dd_seq_write", "dd", "pass", "+2.5% vs median 200.0 MB/s (n=3)", "", "205000000.0", "", "", "5.0", "1025000000", ""],
+    ["n02", D0, "sdb", "fio_rand_read", "fio", "pass", "+6.3% vs median 19750 IOPS (n=4)", "86016000.0", "", "21000.0", "", "10.0", "860160000", ""],
+]
+
+EXPECTED_COUNTS = {"error": 2, "not_measured": 3, "outlier": 2, "pass": 5}
+EXPECTED_HOSTS = {
+    "n01": {"status": "ok", "records": 3, "problems": []},
+    "n02": {"status": "failed", "records": 2, "problems": [{"task": "Random read", "status": "failed", "message": "fio exited 1 without output"}]},
+    "n03": {"status": "failed", "records": 3, "problems": []},
+    "n04": {"status": "failed", "records": 1, "problems": []},
+    "n05": {"status": "failed", "records": 0,
+            "problems": [{"task": "Preflight", "status": "failed", "message": "preflight refused: /srv/diskproof/d0 is mounted read-only"}]},
+    "n06": {"status": "unreachable", "records": 0, "problems": [{"task": "Sequential write", "status": "unreachable", "message": UNREACHABLE}]},
+}
+EXPECTED_GROUPS = [
+    {"key": ["dd_seq_write"], "metric": "bytes_per_s", "measured": 3, "median": 200e6, "mad": 5e6, "judged": True},
+    {"key": ["fio_rand_read"], "metric": "iops", "measured": 4, "median": 19750.0, "mad": 750.0, "judged": True},
+]
+UTC_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+WARNING_TEXT = "diskproof.fleet.report disabled after an error in"
+
+
+def _input_records():
+    records = {host: list(host_records) for host, host_records in SEQ_WRITE.items()}
+    for host, items in RAND_READ.items():
+        for item in items:
+            records[host].extend(item["records"])
+    return records
+
+
+def report_block(stdout):
+    """The callback's console output: from its title line to its 'report:' line, both included."""
+    lines = stdout.splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("diskproof fleet report"))
+    end = next(index for index in range(start, len(lines)) if lines[index].startswith("report: "))
+    return lines[start:end + 1]
+
+
+def _one_line(text):
+    # Warnings may be wrapped to the terminal width.
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def fleet_run(tmp_path_factory, make_playbook_runner):
+    workdir = tmp_path_factory.mktemp("fleet")
+    report_dir = workdir / "out"
+    completed = make_playbook_runner(workdir).run(FLEET_INVENTORY, FLEET_PLAYBOOK, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    return completed, report_dir
+
+
+@pytest.fixture(scope="module")
+def fleet_report(fleet_run):
+    return json.loads((fleet_run[1] / "report.json").read_text())
+
+
+def test_play_outcome_is_untouched_by_the_callback(fleet_run):
+    completed, _ = fleet_run
+    # 4: a host was unreachable (ansible-playbook's own code). The callback adds no failure and no warning.
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert WARNING_TEXT not in _one_line(completed.stderr)
+
+
+def test_console_table(fleet_run):
+    completed, report_dir = fleet_run
+    assert report_block(completed.stdout) == [line.format(dir=report_dir) for line in EXPECTED_TABLE]
+
+
+def test_report_json_summary(fleet_report):
+    summary = fleet_report["summary"]
+    assert summary["counts"] == EXPECTED_COUNTS
+    assert summary["total"] == len(EXPECTED_ENTRIES)
+    failing = [(row["host"], row["test"], row["target_path"], row["verdict"]) for row in summary["failing"]]
+    assert failing == [entry for entry in EXPECTED_ENTRIES if entry[3] != "pass"]
+
+
+def test_report_json_hosts_groups_rules(fleet_report):
+    assert fleet_report["report_schema"] == 1
+    assert fleet_report["hosts"] == EXPECTED_HOSTS
+    assert fleet_report["groups"] == EXPECTED_GROUPS
+    assert fleet_report["rules"] == {"outlier_fraction": 0.15, "min_peers": 3, "small_block_max_bytes": 65536, "peer_group": ["test"]}
+
+
+def test_report_json_run_metadata(fleet_report, playbook_runner):
+    run = fleet_report["run"]
+    galaxy = playbook_runner.repo_root / "galaxy.yml"
+    galaxy_version = str(yaml.safe_load(galaxy.read_text())["version"]) if galaxy.exists() else None
+    assert UTC_TIMESTAMP.match(run["started"]) and UTC_TIMESTAMP.match(run["finished"])
+    assert run["started"] <= run["finished"]
+    assert {key: value for key, value in run.items() if key not in ("started", "finished")} == {
+        "controller_hostname": socket.gethostname(),
+        "ansible_version": ansible_version,
+        "collection_version": galaxy_version,
+        "playbook": "fleet.yml",
+        "inventory_size": 6,
+        "targeted_hosts": 6,
+    }
+
+
+def test_report_json_every_record_once_unchanged(fleet_report):
+    entries = fleet_report["results"]
+    assert [(entry["host"], entry["test"], entry["target_path"], entry["verdict"]) for entry in entries] == EXPECTED_ENTRIES
+    received = {}
+    for entry in entries:
+        if entry["record"] is not None:
+            received.setdefault(entry["host"], []).append(entry["record"])
+    expected = _input_records()
+
+    # Same records, byte for byte, whatever order the verdicts put them in.
+    def canonical(records):
+        return sorted(json.dumps(record, sort_keys=True) for record in records)
+
+    assert {host: canonical(records) for host, records in received.items()} == {host: canonical(records) for host, records in expected.items()}
+
+
+@pytest.mark.parametrize(("host", "test", "path", "primary_metric", "deviation"), [
+    ("n03", "dd_seq_write", D0, {"name": "bytes_per_s", "value": 150e6}, -0.25),
+    ("n03", "fio_rand_read", D0, {"name": "iops", "value": 12000.0}, (12000 - 19750) / 19750),
+    ("n02", "dd_seq_write", D0, {"name": "bytes_per_s", "value": 205e6}, 0.025),
+])
+def test_report_json_primary_metric_and_deviation(fleet_report, host, test, path, primary_metric, deviation):
+    entry = next(entry for entry in fleet_report["results"] if (entry["host"], entry["test"], entry["target_path"]) == (host, test, path))
+    assert entry["primary_metric"] == primary_metric
+    assert entry["deviation_from_median"] == pytest.approx(deviation)
+
+
+def test_results_csv_rows(fleet_run):
+    with open(fleet_run[1] / "results.csv", newline="", encoding="utf-8") as stream:
+        rows = list(csv.reader(stream))
+    assert rows[0] == CSV_HEADER
+    assert rows[1:] == EXPECTED_CSV_ROWS
+
+
+def test_report_files_written_atomically_and_readable(fleet_run):
+    names = sorted(path.name for path in fleet_run[1].iterdir())
+    # No temp file left behind, both files shareable.
+    assert names == ["report.json", "results.csv"]
+    assert all((fleet_run[1] / name).stat().st_mode & 0o777 == 0o644 for name in names)
+
+
+@pytest.mark.parametrize("how", ["env", "ini"])
+def test_options_from_env_and_ini(playbook_runner, how):
+    if how == "env":
+        report_dir = playbook_runner.workdir / "env-report"
+        completed = playbook_runner.run(FLEET_INVENTORY, FLEET_PLAYBOOK, {"DISKPROOF_REPORT_DIR": str(report_dir), "DISKPROOF_OUTLIER_FRACTION": "0.3"})
+    else:
+        # A relative report_dir in ansible.cfg is relative to the file's directory.
+        report_dir = playbook_runner.workdir / "ini-report"
+        config = "[defaults]\n\n[diskproof_report]\nreport_dir = ini-report\noutlier_fraction = 0.3\n"
+        completed = playbook_runner.run(FLEET_INVENTORY, FLEET_PLAYBOOK, config_text=config)
+    report = json.loads((report_dir / "report.json").read_text())
+    verdicts = {(entry["host"], entry["test"], entry["target_path"]): entry["verdict"] for entry in report["results"]}
+    # 25 % below the median passes a 30 % limit; 39 % below still does not.
+    assert verdicts[("n03", "dd_seq_write", D0)] == "pass"
+    assert verdicts[("n03", "fio_rand_read", D0)] == "outlier"
+    assert report["rules"]["outlier_fraction"] == 0.3
+    assert report["summary"]["counts"] == {"error": 2, "not_measured": 3, "outlier": 1, "pass": 6}
+    assert report_block(completed.stdout)[-1] == "report: %s/report.json (also %s/results.csv)" % (report_dir, report_dir)
+
+
+OK_INVENTORY = {"all": {"hosts": {"n01": local_host()}}}
+OK_PLAYBOOK = [{"name": "One record", "hosts": "all", "gather_facts": False, "tasks": [
+    {"name": "Sequential write", "ansible.legacy.emit_records": {"records": [seq_write(D0, "sdb", 200e6)]}},
+]}]
+
+
+@pytest.mark.parametrize(("problem", "extra_env", "handler"), [
+    ("report_dir is a regular file", {"DISKPROOF_REPORT_DIR": "{workdir}/not-a-dir"}, "v2_playbook_on_stats"),
+    ("outlier_fraction out of range", {"DISKPROOF_OUTLIER_FRACTION": "1.5"}, "set_options"),
+])
+def test_callback_problem_warns_disables_and_never_fails_the_play(playbook_runner, problem, extra_env, handler):
+    (playbook_runner.workdir / "not-a-dir").write_text("a file where the report directory should be\n")
+    env = {key: value.format(workdir=playbook_runner.workdir) for key, value in extra_env.items()}
+    completed = playbook_runner.run(OK_INVENTORY, OK_PLAYBOOK, env)
+    assert completed.returncode == 0, problem + ": " + completed.stdout + completed.stderr
+    assert "%s %s:" % (WARNING_TEXT, handler) in _one_line(completed.stderr), problem
+    assert not [line for line in completed.stdout.splitlines() if line.startswith("report: ")]
+
+
+def test_run_without_records_or_problems_writes_nothing(playbook_runner):
+    playbook = [{"name": "No benchmark", "hosts": "all", "gather_facts": False, "tasks": [{"name": "Ping", "ansible.builtin.ping": {}}]}]
+    report_dir = playbook_runner.workdir / "report"
+    completed = playbook_runner.run(OK_INVENTORY, playbook, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "diskproof fleet report: no diskproof_results in this run, nothing written" in completed.stdout.splitlines()
+    assert not report_dir.exists()
+
+
+def test_ansible_doc_renders(playbook_runner):
+    completed = playbook_runner.ansible_doc("-t", "callback", "diskproof.fleet.report")
+    assert completed.returncode == 0, completed.stderr
+    text = _one_line(completed.stdout)
+    expected_phrases = ("report_dir", "DISKPROOF_REPORT_DIR", "[diskproof_report]", "outlier_fraction", "DISKPROOF_OUTLIER_FRACTION",
+                        "default: ./diskproof-report")
+    for expected in expected_phrases:
+        assert expected in text, expected

@@ -1,0 +1,144 @@
+"""_blockdev: path -> whole disk through a fake /sys tree, stat deltas in bytes (512-byte sectors)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
+
+# A real /sys/block/<dev>/stat line, read from loop0 on the project lab (2026-11-22, kernel 6.18: 17 fields).
+STAT_LINE = (
+    "    4897        0  1207226      447     4039      498  2708792     3985        0     1124     4442"
+    "        2        0  2097160        0      469        9\n"
+)
+
+
+def make_sys(root, disks):
+    """A minimal sysfs: /sys/devices/.../block/<disk>[/<part>] with dev and partition files,
+    /sys/block/<disk> links and /sys/dev/block/MAJ:MIN links, like the kernel lays them out."""
+    for disk, (number, partitions) in disks.items():
+        disk_dir = root / "devices" / "pci0000:00" / "block" / disk
+        disk_dir.mkdir(parents=True)
+        (disk_dir / "dev").write_text(number + "\n")
+        (disk_dir / "stat").write_text(STAT_LINE)
+        (root / "block").mkdir(exist_ok=True)
+        os.symlink(os.path.relpath(disk_dir, root / "block"), root / "block" / disk)
+        (root / "dev" / "block").mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(disk_dir, root / "dev" / "block"), root / "dev" / "block" / number)
+        for part, part_number in partitions.items():
+            part_dir = disk_dir / part
+            part_dir.mkdir()
+            (part_dir / "partition").write_text("1\n")
+            os.symlink(os.path.relpath(part_dir, root / "dev" / "block"), root / "dev" / "block" / part_number)
+    return str(root)
+
+
+@pytest.fixture
+def fake_sys(tmp_path):
+    return make_sys(tmp_path / "sys", {"sda": ("8:0", {"sda1": "8:1"}), "nvme0n1": ("259:0", {"nvme0n1p2": "259:2"}),
+                                       "loop3": ("7:3", {})})
+
+
+@pytest.mark.parametrize(
+    ("major", "minor", "disk"),
+    [(8, 0, "sda"), (8, 1, "sda"), (259, 2, "nvme0n1"), (7, 3, "loop3"), (0, 27, None), (8, 5, None)],
+)
+def test_whole_disk_for_walks_up_from_partitions(fake_sys, major, minor, disk):
+    assert _blockdev.whole_disk_for(major, minor, fake_sys) == disk
+
+
+def test_whole_disk_name_of_a_file_uses_st_dev(fake_sys, monkeypatch, tmp_path):
+    target = tmp_path / "data" / "diskproof.testfile"
+    target.parent.mkdir()
+    target.write_text("x")
+    monkeypatch.setattr(_blockdev, "_stat", _fake_stat({str(target): (0o100644, os.makedev(8, 1), 0)}))
+    assert _blockdev.whole_disk_name(str(target), fake_sys) == "sda"
+
+
+def test_missing_file_is_resolved_through_its_parent_directory(fake_sys, monkeypatch, tmp_path):
+    directory = str(tmp_path / "data")
+    monkeypatch.setattr(_blockdev, "_stat", _fake_stat({directory: (0o040755, os.makedev(259, 2), 0)}))
+    assert _blockdev.device_number(directory + "/not/yet/created") == (259, 2)
+    assert _blockdev.whole_disk_name(directory + "/not/yet/created", fake_sys) == "nvme0n1"
+
+
+def test_block_device_node_uses_st_rdev(fake_sys, monkeypatch):
+    monkeypatch.setattr(_blockdev, "_stat", _fake_stat({"/dev/sda1": (0o060660, os.makedev(0, 5), os.makedev(8, 1))}))
+    assert _blockdev.whole_disk_name("/dev/sda1", fake_sys) == "sda"
+
+
+def test_tmpfs_and_overlay_have_no_disk(fake_sys, monkeypatch):
+    monkeypatch.setattr(_blockdev, "_stat", _fake_stat({"/dev/shm/x": (0o100644, os.makedev(0, 27), 0)}))
+    assert _blockdev.whole_disk_name("/dev/shm/x", fake_sys) is None
+
+
+def test_nothing_exists_gives_none(monkeypatch):
+    monkeypatch.setattr(_blockdev, "_stat", _fake_stat({}))
+    assert _blockdev.device_number("/a/b/c") is None
+
+
+def test_real_root_filesystem_resolves_or_is_unknown():
+    # Whatever this machine is, the answer is a /sys/block name or None, never an exception.
+    name = _blockdev.whole_disk_name("/")
+    assert name is None or os.path.isdir(os.path.join("/sys/block", name))
+
+
+def test_read_stat_and_delta_in_bytes(fake_sys, tmp_path):
+    before = _blockdev.read_stat("sda", fake_sys)
+    assert before == {"read_sectors": 1207226, "write_sectors": 2708792}
+    assert _blockdev.read_stat("/dev/sda", fake_sys) == before  # a /dev path works too
+    after = {"read_sectors": 1207226 + 8, "write_sectors": 2708792 + 131072}
+    # sectors are 512 bytes whatever the logical block size: 131072 sectors = 64 MiB
+    assert _blockdev.stat_delta_bytes(before, after) == {"read_bytes": 4096, "write_bytes": 67108864}
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (None, {"read_sectors": 1, "write_sectors": 1}),
+        ({"read_sectors": 1, "write_sectors": 1}, None),
+        ({"read_sectors": 10, "write_sectors": 1}, {"read_sectors": 5, "write_sectors": 1}),  # device re-created
+    ],
+)
+def test_delta_unknown(before, after):
+    assert _blockdev.stat_delta_bytes(before, after) is None
+
+
+@pytest.mark.parametrize("text", ["", "1 2 3", "a b c d e f g h", "1 2 3 4 5 6 -7 8"])
+def test_parse_stat_refuses_other_formats(text):
+    assert _blockdev.parse_stat(text) is None
+
+
+def test_read_stat_of_unknown_device(fake_sys):
+    assert _blockdev.read_stat("sdz", fake_sys) is None
+    assert _blockdev.read_stat(None, fake_sys) is None
+
+
+def test_drop_caches_syncs_then_writes_3(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(_blockdev.os, "sync", lambda: calls.append("sync"))
+    target = tmp_path / "drop_caches"
+    _blockdev.drop_caches(str(target))
+    assert calls == ["sync"]
+    assert target.read_text() == "3\n"
+
+
+def test_drop_caches_fails_loudly(tmp_path):
+    with pytest.raises(OSError):
+        _blockdev.drop_caches(str(tmp_path / "missing" / "drop_caches"))
+
+
+def _fake_stat(table):
+    """os.stat replacement: path -> (st_mode, st_dev, st_rdev); FileNotFoundError otherwise."""
+
+    class Result:
+        def __init__(self, mode, dev, rdev):
+            self.st_mode, self.st_dev, self.st_rdev = mode, dev, rdev
+
+    def fake(path):
+        if path in table:
+            return Result(*table[path])
+        raise FileNotFoundError(path)
+
+    return fake

@@ -1,0 +1,305 @@
+"""dd parser: exact figures from real captures (tests/fixtures/dd, each with a .src.md), and ParseError only."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
+    apply_exit_code,
+    dd,
+    detect,
+    error_result,
+    join_output,
+    make_record,
+    parse_output,
+    tool_errors,
+    version_from_banner,
+)
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.dd import RecordCount
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "dd")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name), encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def R(full, partial):
+    return RecordCount(full, partial)
+
+
+# (fixture, [(bytes, seconds, bytes/s by hand, dialect, records in, records out, error or None)])
+# bytes/s are bytes / seconds computed by hand from the summary line, see each NAME.src.md.
+CASES = [
+    ("gnu91-write-fdatasync.txt", [(134217728, 2.73932, 48996732.035687685, "gnu", R(128, 0), R(128, 0), None)]),
+    ("gnu91-write-oflag-direct.txt", [(134217728, 2.54279, 52783646.30976211, "gnu", R(128, 0), R(128, 0), None)]),
+    ("gnu91-read-iflag-direct.txt", [(134217728, 2.52256, 53206951.66814665, "gnu", R(128, 0), R(128, 0), None)]),
+    ("gnu91-status-progress.bin", [(335544320, 6.40901, 52355093.84444711, "gnu", R(320, 0), R(320, 0), None)]),
+    ("gnu91-enospc.txt", [(6291456, 0.0274641, 229079270.75709742, "gnu", R(7, 0), R(6, 0),
+                           "dd: error writing '/tmp/dpcap/tiny/fill.bin': No space left on device")]),
+    ("gnu91-einval-odirect-write.txt", [(0, 6.0752e-05, 0.0, "gnu", R(1, 0), R(0, 0),
+                                         "dd: error writing '/tmp/dpcap/mnt/einval.bin': Invalid argument")]),
+    ("gnu91-einval-odirect-read.txt", [(0, 3.7486e-05, 0.0, "gnu", R(0, 0), R(0, 0),
+                                        "dd: error reading '/tmp/dpcap/mnt/direct.bin': Invalid argument")]),
+    ("gnu91-three-runs.txt", [
+        (33554432, 0.745341, 45018900.07392589, "gnu", R(512, 0), R(512, 0), None),
+        (33554432, 0.637122, 52665630.75831631, "gnu", R(512, 0), R(512, 0), None),
+        (33554432, 0.636057, 52753812.94443737, "gnu", R(512, 0), R(512, 0), None),
+    ]),
+    ("gnu91-zero-records.txt", [(0, 2.682e-05, 0.0, "gnu", R(0, 0), R(0, 0), None)]),
+    ("gnu91-partial-record.txt", [(2500, 3.0756e-05, 81284952.52958772, "gnu", R(2, 1), R(2, 1), None)]),
+    ("gnu91-pipe-partial-read.txt", [(524288, 0.00559162, 93763167.0249409, "gnu", R(0, 8), R(0, 8), None)]),
+    ("gnu91-de_DE-write-fdatasync.txt", [(67108864, 1.28096, 52389507.86909817, "gnu", R(64, 0), R(64, 0), None)]),
+    ("gnu91-de_DE-enospc.txt", [(6291456, 0.0135955, 462760178.00007355, "gnu", R(7, 0), R(6, 0),
+                                 "dd: Fehler beim Schreiben von '/tmp/dpcap/tiny/fill.bin': "
+                                 "Auf dem Gerät ist kein Speicherplatz mehr verfügbar")]),
+    ("gnu91-failed-open-then-run.txt", [
+        (None, None, None, None, None, None, "dd: failed to open '/tmp/dpcap/mnt/does-not-exist': No such file or directory"),
+        (16777216, 0.365647, 45883641.87317276, "gnu", R(16, 0), R(16, 0), None),
+    ]),
+    ("public-bsd-macos-urandom.txt", [(20971520, 1.967966, 10656444.26783796, "bsd", R(20, 0), R(20, 0), None)]),
+    ("public-bsd-macos-partial-indented.txt", [
+        (1021592274, 480.752682, 2124985.074966259, "bsd", R(974, 1), R(974, 1), None)]),
+    ("public-busybox-two-runs.txt", [
+        (83886080, 3.084522, 27195811.863231968, "busybox", R(10240, 0), R(10240, 0), None),
+        (83886080, 1.426896, 58789203.9784259, "busybox", R(10240, 0), R(10240, 0), None),
+    ]),
+    ("public-coreutils5-transferred.txt", [
+        (409600, 0.005108, 80187940.48551293, "coreutils5", R(100, 0), R(100, 0), None)]),
+    ("public-gnu822-eio-nvme.txt", [(0, 32.0633, 0.0, "gnu", R(0, 0), R(0, 0),
+                                     "dd: error reading '/dev/nvme0n1': Input/output error")]),
+    ("public-gnu826-eio-md0-mail.txt", [
+        (263647232, 0.447983, 588520617.9698783, "gnu", R(514936, 0), R(514936, 0),
+         "dd: error reading '/dev/md0': Input/output error"),
+        (0, 0.000129958, 0.0, "gnu", R(0, 0), R(0, 0), "dd: error reading '/dev/md0': Input/output error"),
+        (17179869184, 112.802, 152301104.4485027, "gnu", R(33554432, 0), R(33554432, 0), None),
+    ]),
+    ("public-gnu-old-glusterfs-session.txt", [
+        (1073741824, 9.14845, 117368715.35615322, "gnu", R(1024, 0), R(1024, 0), None),
+        (None, None, None, None, None, None,
+         "dd: writing `/mnt/glusterfs/vol-comp/1gb.dat': Input/output error; "
+         "dd: closing output file `/mnt/glusterfs/vol-comp/1gb.dat': Input/output error"),
+        (None, None, None, None, None, None,
+         "dd: writing `/mnt/glusterfs/vol-comp/1gb.dat': Input/output error; "
+         "dd: closing output file `/mnt/glusterfs/vol-comp/1gb.dat': Input/output error"),
+        (1048577, 21.8345, 48023.86132038746, "gnu", R(1, 0), R(0, 0), "dd: writing `/mnt/glusterfs/vol-comp/1gb.dat'"),
+    ]),
+    ("public-gnu-old-sizes.txt", [(4194304, 1.54395, 2716606.107710742, "gnu", R(1024, 0), R(1024, 0), None)]),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), CASES, ids=[case[0] for case in CASES])
+def test_fixture_figures(name, expected):
+    runs = dd.parse(fixture(name))
+    assert len(runs) == len(expected)
+    for index, (run, want) in enumerate(zip(runs, expected)):
+        nbytes, seconds, rate, dialect, records_in, records_out, error = want
+        assert run.index == index
+        assert (run.bytes, run.seconds, run.dialect) == (nbytes, seconds, dialect)
+        assert (run.records_in, run.records_out, run.error) == (records_in, records_out, error)
+        if rate is None:
+            assert run.bytes_per_s is None
+        else:
+            assert run.bytes_per_s == pytest.approx(rate, rel=1e-12)
+
+
+def test_progress_updates_are_counted_never_taken_as_the_result():
+    text = fixture("gnu91-status-progress.bin")
+    assert text.count("\r") == 6  # the fixture keeps dd's carriage returns
+    (run,) = dd.parse(text)
+    assert run.progress_updates == 6
+    assert run.bytes == 335544320  # not 314572800 of the last progress line
+    assert run.warnings == []
+
+
+def test_printed_rate_is_kept_only_as_a_cross_check():
+    (run,) = dd.parse(fixture("gnu91-write-fdatasync.txt"))
+    assert run.printed_rate_bytes_per_s == 49000000.0
+    assert run.bytes_per_s != run.printed_rate_bytes_per_s
+    (busybox, _second) = dd.parse(fixture("public-busybox-two-runs.txt"))
+    assert busybox.printed_rate_bytes_per_s == pytest.approx(25.9 * 2 ** 20)  # MB means MiB in busybox
+
+
+def test_decimal_comma_locale_gives_the_same_figures_as_C():
+    (run,) = dd.parse(fixture("gnu91-de_DE-write-fdatasync.txt"))
+    assert run.seconds == 1.28096
+    assert run.printed_rate_bytes_per_s == 52400000.0
+    assert run.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("name", "warning"),
+    [
+        ("gnu91-partial-record.txt", "1 partial input record(s) (2+1)"),
+        ("gnu91-partial-record.txt", "1 partial output record(s) (2+1)"),
+        ("gnu91-pipe-partial-read.txt", "dd: warning: partial read (65536 bytes); suggest iflag=fullblock"),
+        ("gnu91-pipe-partial-read.txt", "8 partial input record(s) (0+8)"),
+        ("gnu91-zero-records.txt", "dd moved no data (0 bytes)"),
+        ("public-bsd-macos-partial-indented.txt", "ignored line 2: 'Password:'"),
+    ],
+)
+def test_warnings(name, warning):
+    warnings = [text for run in dd.parse(fixture(name)) for text in run.warnings]
+    assert any(text.startswith(warning) for text in warnings), warnings
+
+
+def test_dd_started_by_path_names_itself_by_that_path():
+    text = fixture("gnu91-enospc.txt").replace("dd: error writing", "/usr/bin/dd: error writing")
+    (run,) = dd.parse(text)
+    assert run.error == "/usr/bin/dd: error writing '/tmp/dpcap/tiny/fill.bin': No space left on device"
+    assert run.bytes == 6291456
+
+
+def test_crlf_line_endings_change_nothing():
+    text = fixture("gnu91-three-runs.txt")
+    assert [(r.bytes, r.seconds) for r in dd.parse(text.replace("\n", "\r\n"))] == [
+        (r.bytes, r.seconds) for r in dd.parse(text)
+    ]
+
+
+def test_runs_without_summary_are_refused_not_invented():
+    with pytest.raises(ParseError) as caught:
+        dd.parse(fixture("gnu91-status-noxfer.txt"))
+    assert "summary line" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_in_message"),
+    [
+        ("", "dd output: expected dd status output"),
+        ("   \n\n", "dd output: expected dd status output"),
+        ("hello world\nthis is not dd\n", "offending line 1: 'hello world'"),
+        ("5+3 records in\n", "expected dd status output"),
+        # a summary line whose units are not in the dialect's table: never guessed
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 XB, 1.0 MiB) copied, 0.1 s, 10.5 MB/s\n",
+         "a known si byte unit, got 'XB'"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB) copied, 0.1 s, 10.5 QQ/s\n",
+         "a rate in bytes per second, got 'QQ/s'"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB) copied, 0.1 s, 10.5 KB/s\n",
+         "a known si byte unit, got 'KB'"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0MiB) copied, 0.1 s, 10.5 MB/s\n",
+         "all with or all without a space"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0MB) copied, 0.1 seconds, 10.5 MB/s\n",
+         "a rate written like the sizes (busybox dialect)"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB, 1 x) copied, 0.1 s, 10.5 MB/s\n",
+         "sizes in parentheses like '(1.0 MB, 1.0 MiB)'"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB) copied, 1,2.3 s, 10.5 MB/s\n",
+         "a decimal number, got '1,2.3'"),
+        ("1+0 records in\n1+0 records out\n1048576 bytes transferred in 0.1 secs (many bytes/sec)\n",
+         "an integer rate in bytes/sec"),
+    ],
+)
+def test_malformed_input_raises_parse_error_naming_the_line(text, expected_in_message):
+    with pytest.raises(ParseError) as caught:
+        dd.parse(text)
+    assert expected_in_message in str(caught.value)
+    assert caught.value.tool == "dd"
+
+
+def test_non_text_input_is_a_parse_error():
+    with pytest.raises(ParseError):
+        dd.parse(None)
+
+
+@pytest.mark.parametrize(
+    ("argv", "direction"),
+    [
+        (["dd", "if=/dev/zero", "of=/srv/d0/diskproof.testfile", "bs=1048576", "count=256", "conv=fdatasync"], "write"),
+        (["dd", "if=/srv/d0/diskproof.testfile", "of=/dev/null", "bs=1048576", "iflag=direct"], "read"),
+        (["dd", "if=/srv/a", "of=/srv/b"], "copy"),
+        (["/usr/bin/dd", "if=/dev/urandom", "of=/dev/sdb"], "write"),
+        (["dd", "if=/dev/sdb"], "read"),  # output to stdout
+        (["dd", "of=/srv/x"], "write"),  # input from stdin
+        (["dd", "if=/dev/zero", "of=/dev/null"], None),
+        ([], None),
+    ],
+)
+def test_direction_from_argv(argv, direction):
+    assert dd.direction_from_argv(argv) == direction
+
+
+def test_records_fill_the_metric_of_their_direction_only():
+    text = fixture("gnu91-read-iflag-direct.txt")
+    tool, (result,) = parse_output(text, "auto", None, ["dd", "if=/tmp/dpcap/mnt/direct.bin", "of=/dev/null"])
+    assert tool == "dd"
+    assert result["metrics"]["read_bytes_per_s"] == pytest.approx(53206951.66814665, rel=1e-12)
+    assert result["metrics"]["write_bytes_per_s"] is None
+    assert (result["bytes"], result["seconds"], result["error"]) == (134217728, 2.52256, None)
+    _tool, (copy,) = parse_output(fixture("gnu91-partial-record.txt"), "dd", "copy")
+    assert copy["metrics"]["read_bytes_per_s"] == copy["metrics"]["write_bytes_per_s"] == pytest.approx(81284952.52958772)
+
+
+def test_unknown_direction_leaves_metrics_empty_with_a_warning():
+    _tool, (result,) = parse_output(fixture("gnu91-write-fdatasync.txt"), "dd")
+    assert result["metrics"]["write_bytes_per_s"] is None
+    assert result["metrics"]["read_bytes_per_s"] is None
+    assert result["bytes"] == 134217728
+    assert "dd direction unknown" in result["warnings"][-1]
+
+
+# tool=auto and the record helpers shared by dd and fio
+
+FIO_FIXTURES = os.path.join(FIXTURES, "..", "fio")
+
+
+def _all_fixtures():
+    for directory, tool in ((FIXTURES, "dd"), (FIO_FIXTURES, "fio")):
+        for name in sorted(os.listdir(directory)):
+            if not name.endswith(".src.md"):
+                yield directory, name, tool
+
+
+@pytest.mark.parametrize(("directory", "name", "tool"), list(_all_fixtures()), ids=lambda value: str(value)[-40:])
+def test_detect_tool_recognises_every_fixture(directory, name, tool):
+    with open(os.path.join(directory, name), encoding="utf-8", newline="") as handle:
+        assert detect.detect_tool(handle.read()) == tool
+
+
+@pytest.mark.parametrize("text", ["", "hello\n", "12 apples\n"])
+def test_detect_tool_refuses_unknown_output(text):
+    with pytest.raises(ParseError) as caught:
+        detect.detect_tool(text)
+    assert "expected dd or fio output" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "tool"),
+    [(["dd", "if=/dev/zero"], "dd"), (["/usr/bin/fio", "--name=x"], "fio"), (["sudo", "dd"], None), ([], None), (None, None)],
+)
+def test_tool_from_argv(argv, tool):
+    assert detect.tool_from_argv(argv) == tool
+
+
+def test_make_record_follows_the_schema_order():
+    _tool, (result,) = parse_output(fixture("gnu91-write-fdatasync.txt"), "dd", "write")
+    record = make_record(result, test="dd_seq_write", target={"path": "/srv/d0", "device": "sdb"},
+                         params={"block_size": 1048576}, started="2026-11-22T00:00:00Z",
+                         finished="2026-11-22T00:00:03Z", command=["dd"], exit_code=0, raw_sha256="0" * 64,
+                         device_io={"read_bytes": 0, "write_bytes": 134221824}, tool_version="9.1")
+    assert list(record) == [
+        "schema", "test", "tool", "tool_version", "target", "params", "job", "metrics", "bytes", "seconds", "started",
+        "finished", "command", "exit_code", "raw_sha256", "device_io", "warnings", "error",
+    ]
+    assert (record["schema"], record["tool_version"], record["exit_code"]) == (1, "9.1", 0)
+    assert make_record(result)["test"] == "dd"  # the test id defaults to the tool name
+
+
+def test_run_helpers():
+    assert join_output(b"{}", b"fio: warning\n") == b"{}\nfio: warning\n"
+    assert join_output(b"", b"1+0 records in\n") == b"1+0 records in\n"
+    assert version_from_banner("dd (coreutils) 9.1\nCopyright ...\n") == "9.1"
+    assert version_from_banner("fio-3.33\n") == "3.33"
+    assert version_from_banner("") is None
+    error = ParseError("fio", "fio JSON output", "fio: engine libaio not loadable", 1)
+    failed = error_result("fio", error)
+    assert failed["error"] == "fio: engine libaio not loadable"
+    assert failed["metrics"]["read_bytes_per_s"] is None
+    records = [{"error": None}, {"error": None}]
+    apply_exit_code(records, 3, "line one\nlast words\n\n")
+    assert records == [{"error": "exit code 3: last words"}] * 2
+    assert tool_errors(records, 3) == ["exit code 3: last words"]
+    assert tool_errors([{"error": None}], 2) == ["exit code 2"]
+    assert tool_errors([{"error": None}], 0) == []
