@@ -10,7 +10,8 @@ VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 export PATH := $(BIN):$(PATH)
 COLLECTION_LINK := .ansible/collections/ansible_collections/diskproof/fleet
-SANITY_ROOT := $(CURDIR)/.cache/sanity/ansible_collections/diskproof/fleet
+# Outside the checkout: inside it, ansible-test would see only files git tracks there (none).
+SANITY_ROOT := /tmp/diskproof-sanity/ansible_collections/diskproof/fleet
 ANSIBLE_TEST_PIP_STANDIN := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,

@@ -1,0 +1,867 @@
+"""Bring-up, teardown, cut/heal and status of a lab (see docs/lab.md).
+
+Layout of a running lab named NAME:
+  state dir (default /run/diskproof-lab/NAME): journal.jsonl, lab.json, inventory.yml, id_ed25519(.pub), logs/
+  work dir /dev/shm/diskproof-lab-NAME (bind-mounted on itself, shared): images/, sshd/, hosts/HOST/{srv,tmp,var-tmp,root}
+Everything the hosts need after their /run is covered by a tmpfs lives in the work dir, never in
+the state dir (which is under /run by default).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import fcntl
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from . import DEFAULT_STATE_ROOT
+from .inventory import build_inventory, render_inventory
+from .journal import JOURNAL_FILE, Journal, read_journal
+from .spec import HostSpec, LabSpec, format_bytes
+from .system import (CLEAN_ENV, CommandError, device_for_major_minor, iface_exists, is_alive, is_mountpoint, kill,
+                     loop_backing_file, loops_backed_by, major_minor, mounts_under, netns_exists, run,
+                     spawn_detached, ssh_clients_connected_to, wait_dead)
+
+WORK_ROOT = "/dev/shm"
+BLKIO_DIR = "/sys/fs/cgroup/blkio"
+THROTTLE_FILES = {
+    "read_bytes_per_s": "blkio.throttle.read_bps_device",
+    "write_bytes_per_s": "blkio.throttle.write_bps_device",
+    "read_iops": "blkio.throttle.read_iops_device",
+    "write_iops": "blkio.throttle.write_iops_device",
+}
+# Each disk's dirty page cache is capped at this share of its host's memory_bytes (vm.dirty_ratio's
+# default), strictly, through the loop device's own bdi. Without it a 24 GiB machine buffers a
+# whole "2 x RAM" test file and only starts writeback at fdatasync, so dd conv=fdatasync reads
+# 4-8 % low; with it writeback overlaps the writes as on a host with that much RAM.
+DIRTY_PERCENT_OF_MEMORY = 20
+LAB_FILE = "lab.json"
+INVENTORY_FILE = "inventory.yml"
+KEY_FILE = "id_ed25519"
+LOG_DIR = "logs"
+STATE_FILES = (JOURNAL_FILE, LAB_FILE, INVENTORY_FILE, KEY_FILE, KEY_FILE + ".pub")
+REQUIRED_TOOLS = ("ip", "losetup", "mkfs.ext4", "mount", "umount", "unshare", "hostname", "awk", "sort", "ssh", "ssh-keygen")
+SSHD = "/usr/sbin/sshd"
+LOOP_CTL_ADD = 0x4C80  # linux/loop.h
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+
+# Runs inside the host's new UTS + mount namespace (itself inside the host's network namespace).
+# Constant text: every variable part arrives as a positional parameter, never spliced in.
+# Binds first: the tmpfs on /run hides whatever lies below it (the default state dir included).
+HOST_SCRIPT = """set -e -f
+hostname "$1"
+# Root's mounts are private on this machine, so this namespace holds a copy of each. Drop the
+# copies of loop-device filesystems that are not this lab's: a host must never keep someone
+# else's loop device busy after they unmount it. (Lazy, and only inside this namespace.)
+for mp in $(awk -v own="$7/" '$3 ~ /^7:/ && index($5, own) != 1 {print $5}' /proc/self/mountinfo | sort -r); do
+  umount -l "$mp" 2>/dev/null || true
+done
+mount --rbind "$2" /srv
+mount --bind "$3" /tmp
+mount --bind "$4" /var/tmp
+mount --bind "$5" /root
+mount -t tmpfs -o mode=0755,size=64m diskproof-run /run
+mkdir -p /run/sshd /run/lock
+chmod 1777 /run/lock
+exec /usr/sbin/sshd -D -e -f "$6"
+"""
+
+SSHD_CONFIG = """# diskproof lab host {host} (written by tools/lab; removed by tools/lab down)
+ListenAddress {address}:22
+HostKey {host_key}
+PidFile /run/sshd.pid
+AuthorizedKeysFile {authorized_keys}
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+MaxStartups 100:30:200
+MaxSessions 100
+ClientAliveInterval 10
+ClientAliveCountMax 3
+LogLevel INFO
+Subsystem sftp {sftp_server}
+"""
+
+
+class LabError(Exception):
+    """The lab could not be brought up, torn down or inspected (exit code 1)."""
+
+
+Printer = Callable[[str], None]
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def workdir_for(lab: str) -> str:
+    return os.path.join(WORK_ROOT, f"diskproof-lab-{lab}")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _process_start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _selector(state_dir: str) -> str:
+    """How to name this lab on the command line."""
+    if os.path.dirname(state_dir) == DEFAULT_STATE_ROOT:
+        return f"--name {os.path.basename(state_dir)}"
+    return f"--state {state_dir}"
+
+
+def _adoptable(directory: str, state_dir: str) -> bool:
+    """True for the tool's own root (when the state dir is under it) and an empty default state dir."""
+    if os.path.dirname(state_dir) != DEFAULT_STATE_ROOT:
+        return False
+    if directory == DEFAULT_STATE_ROOT:
+        return True
+    return directory == state_dir and os.path.isdir(state_dir) and not os.listdir(state_dir)
+
+
+def _make_dirs(path: str) -> list[str]:
+    """mkdir -p that returns the directories it created, outermost first (teardown removes only those)."""
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    for directory in reversed(missing):
+        os.mkdir(directory, 0o755)
+    return list(reversed(missing))
+
+
+def ssh_argv(key: str, address: str, command: list[str], connect_timeout: int = 3) -> list[str]:
+    """ssh with no user config, no agent, no host key bookkeeping, no multiplexing."""
+    return ["ssh", "-F", "/dev/null", "-i", key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", f"ConnectTimeout={connect_timeout}", "-o", "ControlMaster=no", "-o", "ControlPath=none",
+            "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=2", f"root@{address}", *command]
+
+
+def ssh_ok(key: str, address: str, connect_timeout: int = 3) -> tuple[bool, str]:
+    try:
+        result = run(ssh_argv(key, address, ["true"], connect_timeout), check=False, timeout=connect_timeout + 10)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    return result.returncode == 0, result.stderr.strip()
+
+
+def _write_throttle(file_name: str, major_minor_text: str, value: int) -> None:
+    fd = os.open(os.path.join(BLKIO_DIR, file_name), os.O_WRONLY)
+    try:
+        os.write(fd, f"{major_minor_text} {value}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def _bdi_dir(major_minor_text: str) -> str:
+    return f"/sys/class/bdi/{major_minor_text}"
+
+
+def _bdi_ratio_file(major_minor_text: str) -> str:
+    # max_ratio_fine (kernel 6.5+) keeps the exact original value; older kernels only have max_ratio.
+    fine = os.path.join(_bdi_dir(major_minor_text), "max_ratio_fine")
+    return "max_ratio_fine" if os.path.exists(fine) else "max_ratio"
+
+
+def _read_sysfs(path: str) -> str:
+    with open(path, encoding="ascii") as handle:
+        return handle.read().strip()
+
+
+def _write_sysfs(path: str, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def dirty_limit_bytes(memory_bytes: int | None) -> int | None:
+    return memory_bytes * DIRTY_PERCENT_OF_MEMORY // 100 if memory_bytes else None
+
+
+def read_throttles() -> dict[str, dict[str, int]]:
+    """Current root-cgroup throttles: {"7:3": {"read_bytes_per_s": 33554432, ...}}."""
+    current: dict[str, dict[str, int]] = {}
+    for key, file_name in THROTTLE_FILES.items():
+        try:
+            with open(os.path.join(BLKIO_DIR, file_name), encoding="ascii") as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        current.setdefault(parts[0], {})[key] = int(parts[1])
+        except OSError:
+            continue
+    return current
+
+
+def _speeds_text(values: dict[str, int | None]) -> str:
+    def rate(value: int | None) -> str:
+        return f"{format_bytes(value)}/s" if value else "unthrottled"
+
+    def iops(value: int | None) -> str:
+        return f"{value} IOPS" if value else "unthrottled"
+
+    return (f"read {rate(values.get('read_bytes_per_s'))} {iops(values.get('read_iops'))}, "
+            f"write {rate(values.get('write_bytes_per_s'))} {iops(values.get('write_iops'))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# up
+# ---------------------------------------------------------------------------------------------
+
+def _ipv4_in_use() -> list[tuple[ipaddress.IPv4Network, str]]:
+    """Every IPv4 network on an interface or in the main routing table of the root namespace."""
+    in_use = []
+    addresses = json.loads(run(["ip", "-j", "-4", "addr", "show"]).stdout or "[]")
+    for link in addresses:
+        for info in link.get("addr_info", []):
+            network = ipaddress.IPv4Network(f"{info['local']}/{info['prefixlen']}", strict=False)
+            in_use.append((network, f"address {info['local']}/{info['prefixlen']} on {link.get('ifname')}"))
+    routes = json.loads(run(["ip", "-j", "-4", "route", "show"]).stdout or "[]")
+    for route in routes:
+        destination = route.get("dst", "")
+        if destination and destination != "default":
+            network = ipaddress.IPv4Network(destination if "/" in destination else f"{destination}/32", strict=False)
+            in_use.append((network, f"route {destination} via {route.get('dev')}"))
+    return in_use
+
+
+def preflight(spec: LabSpec) -> None:
+    """Everything that can be checked before anything is created."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("must run as root (network namespaces, loop devices, mounts, blkio throttles)")
+    for tool in REQUIRED_TOOLS:
+        if shutil.which(tool, path=CLEAN_ENV["PATH"]) is None:
+            problems.append(f"{tool}: not found in {CLEAN_ENV['PATH']}")
+    for path in (SSHD, "/dev/loop-control", *(os.path.join(BLKIO_DIR, name) for name in THROTTLE_FILES.values())):
+        if not os.path.exists(path):
+            problems.append(f"{path}: missing (need {'openssh-server' if path == SSHD else 'cgroup v1 blkio and loop devices'})")
+    workdir = workdir_for(spec.name)
+    if os.path.lexists(workdir):
+        problems.append(f"{workdir} already exists: another lab named {spec.name} is up, or one whose state was lost "
+                        "(remove it by hand once nothing uses it)")
+    for name in (spec.bridge, *(host.veth for host in spec.hosts)):
+        if iface_exists(name):
+            problems.append(f"network interface {name} already exists")
+    for host in spec.hosts:
+        if netns_exists(host.netns):
+            problems.append(f"network namespace {host.netns} already exists")
+    subnet = ipaddress.IPv4Network(spec.subnet)
+    if not problems:
+        for network, where in _ipv4_in_use():
+            if network.overlaps(subnet):
+                problems.append(f"subnet {spec.subnet} overlaps {where}: pick another subnet in the SPEC")
+    needed = sum(disk.size_bytes for host in spec.hosts for disk in host.disks)
+    stat = os.statvfs(WORK_ROOT)
+    available = stat.f_bavail * stat.f_frsize
+    if needed > available:
+        problems.append(f"the disks need {format_bytes(needed)} on {WORK_ROOT} when full, only {format_bytes(available)} free")
+    if problems:
+        raise LabError("cannot bring the lab up:\n" + "\n".join(f"  - {problem}" for problem in problems))
+
+
+def up(spec: LabSpec, state_dir: str, spec_path: str, replace: bool = False, keep_on_failure: bool = False,
+       ssh_timeout: float = 30.0, say: Printer = _say) -> None:
+    started = time.monotonic()
+    if read_journal(state_dir) is not None:
+        if not replace:
+            raise LabError(f"lab already up (state in {state_dir}): run `tools/lab down {_selector(state_dir)}` first, "
+                           "or `tools/lab up --replace ...`")
+        say(f"--replace: tearing down the lab recorded in {state_dir} first")
+        down(state_dir, say=say)
+    if os.path.isdir(state_dir) and os.listdir(state_dir):
+        raise LabError(f"state dir {state_dir} is not empty and holds no lab journal: refusing to use it")
+    preflight(spec)
+
+    created_dirs = _make_dirs(state_dir)
+    # An up killed between mkdir and the journal's creation leaves an empty dir: under the tool's own
+    # root, an empty dir is adopted as ours (elsewhere it may be the user's, so it is left alone).
+    for directory in (DEFAULT_STATE_ROOT, state_dir):
+        if directory not in created_dirs and _adoptable(directory, state_dir):
+            created_dirs.insert(0 if directory == DEFAULT_STATE_ROOT else len(created_dirs), directory)
+    try:
+        journal = Journal(state_dir, new=True)
+    except FileExistsError:
+        raise LabError(f"another `tools/lab up` just started in {state_dir}") from None
+    try:
+        journal.record("lab", name=spec.name, spec=spec.to_dict(), spec_path=os.path.abspath(spec_path),
+                       state_dir=state_dir, workdir=workdir_for(spec.name), created_dirs=created_dirs,
+                       up_pid=os.getpid(), up_pid_start=_process_start_time(os.getpid()), started=_now())
+        devices = _build(spec, state_dir, journal, ssh_timeout)
+    except BaseException as exc:  # noqa: BLE001 - SIGTERM/Ctrl-C included: roll back, then re-raise
+        journal.close()
+        if keep_on_failure:
+            say(f"up failed; the half-built lab is left as is (--keep-on-failure): tools/lab down {_selector(state_dir)}")
+        else:
+            say(f"up failed ({type(exc).__name__}); tearing down what was created")
+            try:
+                down(state_dir, say=say, own_up=True)
+            except LabError as teardown_error:
+                say(str(teardown_error))
+        raise
+    journal.close()
+
+    elapsed = time.monotonic() - started
+    for line in summary_lines(spec, devices, state_dir):
+        say(line)
+    say(f"lab {spec.name} up in {elapsed:.1f} s")
+
+
+def _build(spec: LabSpec, state_dir: str, journal: Journal, ssh_timeout: float) -> dict[str, list[dict[str, str]]]:
+    workdir = workdir_for(spec.name)
+    key = os.path.join(state_dir, KEY_FILE)
+    os.mkdir(os.path.join(state_dir, LOG_DIR), 0o755)
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"diskproof-lab-{spec.name}", "-f", key])
+
+    # The work dir is a shared mount: a disk unmounted here is unmounted in every host's copy too
+    # (the hosts' mount namespaces are slaves), including hosts of other labs started meanwhile.
+    journal.record("workdir", path=workdir)
+    os.mkdir(workdir, 0o755)
+    journal.record("mount", mountpoint=workdir, role="workdir")
+    run(["mount", "--bind", workdir, workdir])
+    run(["mount", "--make-shared", workdir])
+    for sub in ("images", "sshd", "hosts"):
+        os.mkdir(os.path.join(workdir, sub), 0o755)
+    sshd_dir = os.path.join(workdir, "sshd")
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"diskproof-lab-{spec.name}-host",
+         "-f", os.path.join(sshd_dir, "ssh_host_ed25519_key")])
+    shutil.copyfile(key + ".pub", os.path.join(sshd_dir, "authorized_keys"))
+    for host in spec.hosts:
+        for sub, mode in (("srv", 0o755), ("tmp", 0o1777), ("var-tmp", 0o1777), ("root", 0o700)):
+            path = os.path.join(workdir, "hosts", host.name, sub)
+            os.makedirs(path)
+            os.chmod(path, mode)
+
+    # Disks: sparse images on tmpfs, loop devices found by backing file at teardown (so a kill
+    # between losetup and the next record still leaves nothing behind).
+    devices: dict[str, list[dict[str, str]]] = {}
+    images: dict[tuple[str, int], str] = {}
+    for host in spec.hosts:
+        devices[host.name] = []
+        for disk in host.disks:
+            image = os.path.join(workdir, "images", f"{host.name}-d{disk.index}.img")
+            images[(host.name, disk.index)] = image
+            journal.record("image", path=image)
+            with open(image, "xb") as handle:
+                handle.truncate(disk.size_bytes)
+            journal.record("loop", image=image)
+            device = _attach_loop(image)
+            numbers = major_minor(device)
+            journal.record("loop_attached", image=image, device=device, major_minor=numbers)
+            devices[host.name].append({"device": device, "major_minor": numbers})
+
+    # mkfs (unthrottled, no lazy init left to eat the throttle budget later) runs while the network comes up.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        mkfs_jobs = [
+            pool.submit(run, ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                              f"/dev/{devices[host.name][disk.index]['device']}"])
+            for host in spec.hosts for disk in host.disks if disk.mode == "filesystem"
+        ]
+        _build_network(spec, journal)
+        for job in mkfs_jobs:
+            job.result()
+
+    for host in spec.hosts:
+        for disk in host.disks:
+            device = devices[host.name][disk.index]
+            if disk.path:
+                mountpoint = os.path.join(workdir, "hosts", host.name, disk.path.lstrip("/"))
+                os.makedirs(mountpoint)
+                journal.record("mount", mountpoint=mountpoint, role="disk", device=device["device"])
+                run(["mount", "-t", "ext4", f"/dev/{device['device']}", mountpoint])
+            throttled = [key_name for key_name in THROTTLE_FILES if getattr(disk, key_name)]
+            journal.record("throttle", major_minor=device["major_minor"], image=images[(host.name, disk.index)], keys=throttled)
+            for key_name in throttled:
+                _write_throttle(THROTTLE_FILES[key_name], device["major_minor"], getattr(disk, key_name))
+            dirty_limit = dirty_limit_bytes(host.memory_bytes)
+            if dirty_limit:
+                _limit_dirty(device["major_minor"], images[(host.name, disk.index)], dirty_limit, journal)
+
+    for host in spec.hosts:
+        _start_sshd(spec, host, state_dir, journal)
+    _wait_for_ssh(spec, key, ssh_timeout, state_dir)
+
+    _write_outputs(spec, devices, state_dir)
+    journal.record("up_complete", finished=_now())
+    return devices
+
+
+def _loop_is_clean(device: str, throttles: dict[str, dict[str, int]]) -> bool:
+    """A free loop device that carries nothing from an earlier user: blkio throttle rules and bdi
+    settings both outlive a detach, and would silently change the speed of a disk built on it."""
+    if loop_backing_file(device) is not None:
+        return False
+    try:
+        numbers = major_minor(device)
+        bdi = _bdi_dir(numbers)
+        ratio_file = _bdi_ratio_file(numbers)
+        pristine = (_read_sysfs(os.path.join(bdi, "strict_limit")) == "0"
+                    and _read_sysfs(os.path.join(bdi, ratio_file)) == ("1000000" if ratio_file == "max_ratio_fine" else "100"))
+    except OSError:
+        return False
+    return pristine and numbers not in throttles
+
+
+def _attach_loop(image: str) -> str:
+    """Attach image to a clean free loop device (creating a new one if none is clean); return its name."""
+    throttles = read_throttles()
+    existing = sorted((name for name in os.listdir("/sys/block") if name.startswith("loop") and name[4:].isdigit()),
+                      key=lambda name: int(name[4:]))
+    for device in existing:
+        if _loop_is_clean(device, throttles) and run(["losetup", f"/dev/{device}", image], check=False).returncode == 0:
+            return device
+    # Every free one is marked (or taken meanwhile): ask the kernel for brand-new loop devices.
+    number = max((int(name[4:]) for name in existing), default=-1) + 1
+    with open("/dev/loop-control", "rb") as control:
+        for candidate in range(number, number + 64):
+            try:
+                fcntl.ioctl(control.fileno(), LOOP_CTL_ADD, candidate)
+            except FileExistsError:
+                continue
+            device = f"loop{candidate}"
+            if run(["losetup", f"/dev/{device}", image], check=False).returncode == 0:
+                return device
+    raise LabError(f"no clean loop device could be attached to {image}")
+
+
+def _limit_dirty(numbers: str, image: str, limit: int, journal: Journal) -> None:
+    """Cap the loop device's dirty page cache (its bdi outlives the loop: teardown restores it)."""
+    bdi = _bdi_dir(numbers)
+    ratio_file = _bdi_ratio_file(numbers)
+    journal.record("bdi", major_minor=numbers, image=image, ratio_file=ratio_file,
+                   ratio=_read_sysfs(os.path.join(bdi, ratio_file)),
+                   strict_limit=_read_sysfs(os.path.join(bdi, "strict_limit")))
+    _write_sysfs(os.path.join(bdi, "max_bytes"), str(limit))
+    _write_sysfs(os.path.join(bdi, "strict_limit"), "1")
+
+
+def _build_network(spec: LabSpec, journal: Journal) -> None:
+    journal.record("bridge", name=spec.bridge)
+    run(["ip", "link", "add", spec.bridge, "type", "bridge"])
+    run(["ip", "addr", "add", f"{spec.bridge_address}/{spec.prefixlen}", "dev", spec.bridge])
+    run(["ip", "link", "set", spec.bridge, "up"])
+    for host in spec.hosts:
+        journal.record("netns", name=host.netns)
+        run(["ip", "netns", "add", host.netns])
+        journal.record("veth", name=host.veth)
+        run(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
+        run(["ip", "link", "set", host.veth, "master", spec.bridge, "up"])
+        run(["ip", "-n", host.netns, "addr", "add", f"{host.address}/{spec.prefixlen}", "dev", "eth0"])
+        run(["ip", "-n", host.netns, "link", "set", "lo", "up"])
+        run(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
+
+
+def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal) -> None:
+    workdir = workdir_for(spec.name)
+    sshd_dir = os.path.join(workdir, "sshd")
+    config = os.path.join(sshd_dir, f"{host.name}.conf")
+    with open(config, "w", encoding="utf-8") as handle:
+        handle.write(SSHD_CONFIG.format(host=host.name, address=host.address,
+                                        host_key=os.path.join(sshd_dir, "ssh_host_ed25519_key"),
+                                        authorized_keys=os.path.join(sshd_dir, "authorized_keys"),
+                                        sftp_server=SFTP_SERVER))
+    host_dir = os.path.join(workdir, "hosts", host.name)
+    argv = ["ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount", "--propagation", "slave",
+            "sh", "-c", HOST_SCRIPT, f"diskproof-{host.name}", host.name,
+            os.path.join(host_dir, "srv"), os.path.join(host_dir, "tmp"), os.path.join(host_dir, "var-tmp"),
+            os.path.join(host_dir, "root"), config, workdir]
+    journal.record("sshd", host=host.name, netns=host.netns)
+    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.sshd.log"))
+    journal.record("sshd_pid", host=host.name, pid=pid)
+
+
+def _wait_for_ssh(spec: LabSpec, key: str, timeout: float, state_dir: str) -> None:
+    deadline = time.monotonic() + timeout
+
+    def wait_one(host: HostSpec) -> str | None:
+        error = "never accepted a TCP connection"
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((host.address, 22), timeout=1):
+                    pass
+            except OSError as exc:
+                error = f"TCP connect: {exc}"
+                time.sleep(0.05)
+                continue
+            ok, error = ssh_ok(key, host.address)
+            if ok:
+                return None
+            time.sleep(0.2)
+        return error
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(32, len(spec.hosts))) as pool:
+        errors = dict(zip((h.name for h in spec.hosts), pool.map(wait_one, spec.hosts)))
+    failed = {name: error for name, error in errors.items() if error is not None}
+    if failed:
+        # Quote the sshd logs: a rollback removes them with the state dir.
+        lines = []
+        for name, error in failed.items():
+            lines.append(f"  - {name}: {error}")
+            lines.extend(f"      sshd: {line}" for line in _tail(os.path.join(state_dir, LOG_DIR, name + ".sshd.log"), 5))
+        raise LabError(f"sshd not reachable after {timeout:.0f} s on {len(failed)} host(s):\n" + "\n".join(lines))
+
+
+def _tail(path: str, count: int) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()[-count:]
+    except OSError:
+        return []
+
+
+def _write_outputs(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str) -> None:
+    key = os.path.join(state_dir, KEY_FILE)
+    inventory_path = os.path.join(state_dir, INVENTORY_FILE)
+    header = (f"diskproof lab {spec.name}: written by tools/lab up at {_now()}, removed by tools/lab down.\n"
+              f"Hosts share this machine's kernel; diskproof_lab_disks is the truth (device, throttles).")
+    text = render_inventory(build_inventory(spec, devices, key), header)
+    with open(inventory_path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    lab = {"spec": spec.to_dict(), "devices": devices, "state_dir": state_dir, "workdir": workdir_for(spec.name),
+           "key": key, "inventory": inventory_path}
+    with open(os.path.join(state_dir, LAB_FILE), "w", encoding="utf-8") as handle:
+        json.dump(lab, handle, indent=2)
+        handle.write("\n")
+
+
+def summary_lines(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str) -> list[str]:
+    lines = [f"lab {spec.name}: {len(spec.hosts)} hosts on {spec.subnet} (bridge {spec.bridge} {spec.bridge_address})"]
+    width = max(len(host.name) for host in spec.hosts)
+    for host in spec.hosts:
+        dirty = dirty_limit_bytes(host.memory_bytes)
+        memory = (f"memory {format_bytes(host.memory_bytes)} (dirty limit per disk {dirty / 2 ** 20:.1f}MiB)"
+                  if host.memory_bytes and dirty else "memory -")
+        lines.append(f"  {host.name:<{width}}  {host.address:<15} {memory}")
+        for disk in host.disks:
+            device = devices[host.name][disk.index]
+            where = disk.path or f"/dev/{device['device']}"
+            lines.append(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}) {format_bytes(disk.size_bytes)} "
+                         f"{disk.mode} {where}: {_speeds_text(disk.speeds)}")
+    lines.append(f"inventory: {os.path.join(state_dir, INVENTORY_FILE)}")
+    lines.append(f"ssh:       tools/lab ssh {spec.hosts[0].name}   (key {os.path.join(state_dir, KEY_FILE)})")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# down
+# ---------------------------------------------------------------------------------------------
+
+def _netns_pids(names: list[str]) -> list[int]:
+    """PIDs living in any of these network namespaces (what `ip netns pids` does, in one /proc pass)."""
+    wanted = set()
+    for name in names:
+        try:
+            info = os.stat(f"/run/netns/{name}")
+        except OSError:
+            continue
+        wanted.add((info.st_dev, info.st_ino))
+    if not wanted:
+        return []
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            info = os.stat(f"/proc/{entry}/ns/net")
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in wanted:
+            pids.append(int(entry))
+    return pids
+
+
+def _retry(action: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        if action():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
+    """Tear down what the journal in state_dir records. False when there was nothing to tear down."""
+    started = time.monotonic()
+    records = read_journal(state_dir)
+    if records is None:
+        if _adoptable(state_dir, state_dir):
+            # An up killed before it could open its journal created nothing else.
+            _remove_state(state_dir, [DEFAULT_STATE_ROOT, state_dir])
+            say(f"no lab is up at {state_dir} (removed the empty state dir of an interrupted up)")
+        else:
+            say(f"no lab is up at {state_dir} (no journal): nothing to do")
+        return False
+    lab = next((r for r in records if r["kind"] == "lab"), None)
+    if lab is None:
+        # Killed before the first record: only the state dir and an empty journal exist.
+        own_root = os.path.dirname(state_dir) == DEFAULT_STATE_ROOT
+        _remove_state(state_dir, [DEFAULT_STATE_ROOT, state_dir] if own_root else [])
+        say(f"lab at {state_dir} had created nothing yet; removed its state")
+        return True
+    up_pid = lab.get("up_pid")
+    if not own_up and up_pid and is_alive(up_pid) and _process_start_time(up_pid) == lab.get("up_pid_start"):
+        raise LabError(f"`tools/lab up` of lab {lab['name']} is still running (PID {up_pid}): wait for it or kill it first")
+
+    def of(kind: str) -> list[dict[str, Any]]:
+        return [r for r in records if r["kind"] == kind]
+
+    problems: list[str] = []
+    name = lab["name"]
+    addresses = {host["address"] for host in lab["spec"]["hosts"]}
+
+    # 1. ssh clients (ControlPersist masters) still connected to the lab: by socket, by PID.
+    clients = ssh_clients_connected_to(addresses)
+    kill(clients, signal.SIGTERM)
+    kill(wait_dead(clients, 2.0), signal.SIGKILL)
+
+    # 2. every process of every host namespace; zombies count as dead.
+    namespaces = [r["name"] for r in of("netns")]
+    killed = 0
+    for _attempt in range(5):
+        pids = [pid for pid in _netns_pids(namespaces) if is_alive(pid)]
+        if not pids:
+            break
+        killed += len(pids)
+        kill(pids, signal.SIGKILL)
+        wait_dead(pids, 10.0)
+    else:
+        problems.append(f"processes still alive in the lab namespaces: {_netns_pids(namespaces)}")
+
+    # 3. throttles: only for a device that is still the loop of our own image.
+    current = read_throttles()
+    for record in of("throttle"):
+        numbers = record["major_minor"]
+        if numbers not in current:
+            continue
+        device = device_for_major_minor(numbers)
+        if device is None or loop_backing_file(device) != record["image"]:
+            say(f"  throttle {numbers}: device no longer backed by {record['image']}, left alone")
+            continue
+        for key_name in record.get("keys", list(THROTTLE_FILES)):
+            if key_name not in current[numbers]:
+                continue
+            try:
+                _write_throttle(THROTTLE_FILES[key_name], numbers, 0)
+            except OSError as exc:
+                problems.append(f"cannot remove {key_name} throttle of {numbers}: {exc}")
+
+    # 3b. dirty limits on the loops' bdis: they outlive a detach, so restore them unless the device
+    # now belongs to someone else's file.
+    for record in of("bdi"):
+        device = device_for_major_minor(record["major_minor"])
+        backing = loop_backing_file(device) if device else None
+        if device is None or backing not in (None, record["image"]):
+            continue
+        bdi = _bdi_dir(record["major_minor"])
+        try:
+            _write_sysfs(os.path.join(bdi, "strict_limit"), record["strict_limit"])
+            _write_sysfs(os.path.join(bdi, record["ratio_file"]), record["ratio"])
+        except OSError as exc:
+            problems.append(f"cannot restore the dirty limit of {record['major_minor']}: {exc}")
+
+    # 4. disk mounts (before the loops they hold), newest first.
+    for record in reversed([r for r in of("mount") if r.get("role") == "disk"]):
+        _unmount(record["mountpoint"], problems)
+
+    # 5. loops: only those whose backing file is the image we recorded.
+    for record in of("loop"):
+        for device in loops_backed_by(record["image"]):
+            run(["losetup", "--detach", f"/dev/{device}"], check=False)
+            if not _retry(lambda d=device, i=record["image"]: loop_backing_file(d) != i, 5.0):
+                problems.append(f"/dev/{device} still attached to {record['image']} (busy elsewhere?)")
+
+    # 6. the work dir's own bind mount (after the loops: they hold files on it).
+    for record in reversed([r for r in of("mount") if r.get("role") == "workdir"]):
+        _unmount(record["mountpoint"], problems)
+
+    # 7. network: root-side veths (their peers go with them), namespaces, the bridge.
+    for record in of("veth"):
+        if iface_exists(record["name"]):
+            _try(["ip", "link", "del", record["name"]], problems)
+    for record in of("netns"):
+        if netns_exists(record["name"]):
+            _try(["ip", "netns", "del", record["name"]], problems)
+    for record in of("bridge"):
+        if iface_exists(record["name"]):
+            _try(["ip", "link", "del", record["name"]], problems)
+
+    # 8. images, host dirs, sshd files: the work dir, once nothing is mounted in it.
+    for record in of("workdir"):
+        path = record["path"]
+        if os.path.lexists(path):
+            still_mounted = mounts_under(path)
+            if still_mounted:
+                problems.append(f"not removing {path}: still mounted: {', '.join(still_mounted)}")
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+                if os.path.lexists(path):
+                    problems.append(f"could not remove {path}")
+
+    if problems:
+        raise LabError(f"down of lab {name} incomplete; the journal is kept, fix and run down again:\n"
+                       + "\n".join(f"  - {problem}" for problem in problems))
+    _remove_state(state_dir, lab.get("created_dirs", []))
+    elapsed = time.monotonic() - started
+    say(f"lab {name} down in {elapsed:.1f} s ({len(namespaces)} hosts, {len(of('loop'))} disks, "
+        f"{killed} processes and {len(clients)} ssh clients stopped)")
+    return True
+
+
+def _try(argv: list[str], problems: list[str]) -> None:
+    try:
+        run(argv)
+    except CommandError as exc:
+        problems.append(str(exc))
+
+
+def _unmount(mountpoint: str, problems: list[str]) -> None:
+    if not is_mountpoint(mountpoint):
+        return
+    errors: list[str] = []
+
+    def attempt() -> bool:
+        result = run(["umount", mountpoint], check=False)
+        if result.returncode != 0:
+            errors.append(result.stderr.strip())
+        return not is_mountpoint(mountpoint)
+
+    if not _retry(attempt, 5.0):
+        problems.append(f"cannot unmount {mountpoint}: {errors[-1] if errors else 'still mounted'}")
+
+
+def _remove_state(state_dir: str, created_dirs: list[str]) -> None:
+    for file_name in STATE_FILES:
+        try:
+            os.unlink(os.path.join(state_dir, file_name))
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(os.path.join(state_dir, LOG_DIR), ignore_errors=True)
+    for directory in reversed(created_dirs):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            break  # not empty: someone else's files, or a sibling lab under the same root
+
+
+# ---------------------------------------------------------------------------------------------
+# cut / heal / status / ssh
+# ---------------------------------------------------------------------------------------------
+
+def load_lab(state_dir: str) -> dict[str, Any]:
+    path = os.path.join(state_dir, LAB_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        if read_journal(state_dir) is not None:
+            raise LabError(f"the lab at {state_dir} is not completely up (up still running or interrupted): "
+                           f"run `tools/lab down {_selector(state_dir)}`") from None
+        raise LabError(f"no lab is up at {state_dir}") from None
+
+
+def _host_of(lab: dict[str, Any], host_name: str) -> HostSpec:
+    spec = LabSpec.from_dict(lab["spec"])
+    try:
+        return spec.host(host_name)
+    except KeyError:
+        names = ", ".join(h.name for h in spec.hosts)
+        raise LabError(f"lab {spec.name} has no host {host_name!r} (hosts: {names})") from None
+
+
+def set_link(state_dir: str, host_name: str, up_: bool, say: Printer = _say) -> None:
+    lab = load_lab(state_dir)
+    host = _host_of(lab, host_name)
+    run(["ip", "-n", host.netns, "link", "set", "dev", "eth0", "up" if up_ else "down"])
+    if up_:
+        say(f"{host.name} ({host.address}): eth0 up, reachable again")
+    else:
+        say(f"{host.name} ({host.address}): eth0 down, unreachable until `tools/lab heal {host.name}`")
+
+
+def _link_state(netns: str) -> str:
+    if not netns_exists(netns):
+        return "no-netns"
+    result = run(["ip", "-n", netns, "-j", "link", "show", "dev", "eth0"], check=False)
+    try:
+        flags = json.loads(result.stdout)[0]["flags"]
+    except (ValueError, IndexError, KeyError):
+        return "missing"
+    return "up" if "UP" in flags else "down"
+
+
+def _dirty_text(numbers: str) -> str:
+    try:
+        strict = _read_sysfs(os.path.join(_bdi_dir(numbers), "strict_limit")) == "1"
+        limit = int(_read_sysfs(os.path.join(_bdi_dir(numbers), "max_bytes")))
+    except (OSError, ValueError):
+        return "dirty limit unknown"
+    return f"dirty limit {limit} B ({'strict' if strict else 'not strict'})"
+
+
+def status(state_dir: str, say: Printer = _say) -> bool:
+    """Print the lab; True when every host is reachable over ssh with its throttles in place."""
+    lab = load_lab(state_dir)
+    spec = LabSpec.from_dict(lab["spec"])
+    key = lab["key"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(32, len(spec.hosts))) as pool:
+        reachable = list(pool.map(lambda h: ssh_ok(key, h.address, connect_timeout=2)[0], spec.hosts))
+    throttles = read_throttles()
+    all_ok = True
+    say(f"lab {spec.name}: {len(spec.hosts)} hosts on {spec.subnet}, bridge {spec.bridge} "
+        f"({'up' if iface_exists(spec.bridge) else 'MISSING'})")
+    say(f"state {state_dir}  inventory {lab['inventory']}")
+    width = max(len(h.name) for h in spec.hosts)
+    say(f"  {'HOST':<{width}}  {'ADDRESS':<15} {'LINK':<8} SSH")
+    for host, ok in zip(spec.hosts, reachable):
+        link = _link_state(host.netns)
+        all_ok = all_ok and ok
+        say(f"  {host.name:<{width}}  {host.address:<15} {link:<8} {'ok' if ok else 'UNREACHABLE'}")
+        for disk in host.disks:
+            device = lab["devices"][host.name][disk.index]
+            attached = loop_backing_file(device["device"]) is not None
+            wanted = {k: v for k, v in disk.speeds.items() if v}
+            actual = throttles.get(device["major_minor"], {})
+            throttle = "throttle ok" if actual == wanted else f"THROTTLE MISMATCH (now {_speeds_text(actual)})"
+            all_ok = all_ok and attached and actual == wanted
+            say(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}"
+                f"{'' if attached else ', DETACHED'}) {format_bytes(disk.size_bytes)} {disk.mode} "
+                f"{disk.path or '/dev/' + device['device']}: {_speeds_text(disk.speeds)}; {throttle}; "
+                f"{_dirty_text(device['major_minor'])}")
+    return all_ok
+
+
+def ssh_exec(state_dir: str, host_name: str, command: list[str]) -> None:
+    """Replace this process with ssh into the host (interactive when no command is given)."""
+    lab = load_lab(state_dir)
+    host = _host_of(lab, host_name)
+    argv = ssh_argv(lab["key"], host.address, command, connect_timeout=5)
+    if not command:
+        argv.insert(1, "-t")
+    env = dict(CLEAN_ENV, TERM=os.environ.get("TERM", "dumb"))
+    os.execvpe("ssh", argv, env)
