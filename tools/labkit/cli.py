@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
 from types import FrameType
 
+import yaml
+
 from . import DEFAULT_STATE_ROOT, STATE_ENV
+from .compare import compare, format_table
 from .fleet import LabError, down, set_link, ssh_exec, status, up
 from .journal import JOURNAL_FILE
 from .spec import LAB_NAME_RE, SpecError, format_bytes, load_spec
@@ -44,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     ssh_parser = commands.add_parser("ssh", parents=[select], help="ssh into HOST as root with the lab key")
     ssh_parser.add_argument("host", metavar="HOST")
     ssh_parser.add_argument("remote", nargs=argparse.REMAINDER, metavar="COMMAND", help="command to run (default: a login shell)")
+    compare_parser = commands.add_parser("compare", parents=[select], help="compare a diskproof report.json with the configured speeds")
+    compare_parser.add_argument("report", metavar="REPORT", help="report.json written by the diskproof.fleet.report callback")
+    compare_parser.add_argument("--tolerance", type=float, default=0.05, metavar="F", help="allowed relative error (0.05)")
     check_parser = commands.add_parser("check", help="validate SPEC only (no root needed, creates nothing)")
     check_parser.add_argument("spec", metavar="SPEC")
     return parser
@@ -102,6 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def _compare(state_dir: str, report_path: str, tolerance: float) -> int:
+    with open(report_path, encoding="utf-8") as report_file:
+        report = json.load(report_file)
+    with open(os.path.join(state_dir, "inventory.yml"), encoding="utf-8") as inventory_file:
+        inventory = yaml.safe_load(inventory_file)
+    table, all_within = format_table(compare(report, inventory), tolerance)
+    print(table)
+    return EXIT_OK if all_within else EXIT_FAILED
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "check":
         spec = load_spec(args.spec)
@@ -129,6 +146,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "status":
         return EXIT_OK if status(state_dir) else EXIT_FAILED
+    if args.command == "compare":
+        return _compare(state_dir, args.report, args.tolerance)
     if args.command == "ssh":
         remote = args.remote[1:] if args.remote[:1] == ["--"] else args.remote
         ssh_exec(state_dir, args.host, remote)
