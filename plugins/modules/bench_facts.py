@@ -7,11 +7,12 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: bench_facts
-short_description: Run or parse a dd or fio benchmark and return exact result records as facts
+short_description: Run or parse a dd, fio, sysbench, bonnie++ or ioping benchmark and return exact result records
 version_added: 0.1.0
 description:
-  - Turns the output of C(dd) or C(fio) into result records (schema 1, see C(docs/architecture.md)) with every
-    figure in SI base units - bytes, bytes per second, operations per second, nanoseconds, seconds.
+  - Turns the output of C(dd), C(fio), C(sysbench) (fileio), C(bonnie++) or C(ioping) into result records (schema 1,
+    see C(docs/architecture.md)) with every figure in SI base units - bytes, bytes per second, operations per
+    second, nanoseconds, seconds. C(docs/parsers.md) lists every output format understood and its units.
   - With O(argv) the module runs the tool itself (no shell, C(LANG=C LC_ALL=C)), records start and end times, the
     exit code and the command, and can sync and drop the page cache first and measure what reached the block
     device (O(device_io)).
@@ -22,20 +23,36 @@ description:
     updates are never taken as the result.
   - fio output must be JSON (C(--output-format=json) or C(json+)), fio 2.x or 3.x, including C(--client) runs
     (one record per client; the C(All clients) aggregate is skipped). One record per job. Latency figures are
-    the completion latency (C(clat)) mean, p50, p99, p99.9 and max in ns; when fio reports no completion
-    latency the mean of the total latency (C(lat)) is used and a warning says so.
-  - Anything the parser cannot read exactly (unknown unit, truncated or malformed JSON, no dd summary) fails
-    the task with a message naming the tool, what was expected and the offending line. No figure is guessed.
+    the completion latency (C(clat)) mean, min, p50, p95, p99, p99.9, max and standard deviation in ns; when fio
+    reports no completion latency the mean, min, max and standard deviation of the total latency (C(lat)) are
+    used, without percentiles, and a warning says so.
+  - sysbench fileio output of 0.4.x, 0.5 and 1.0.x, C(run) and C(prepare), one record per run (several runs
+    appended to one log give one record each). reads/s and writes/s are the read and write IOPS, fsyncs/s (0.4 and
+    0.5 C(Other) operations) C(fsyncs_per_s); bytes per second are operations per second times the block size
+    (sysbench 0.4 C(Mb/sec) is MiB/s); latency is the min, mean (avg), max and the percentile sysbench prints
+    (C(--percentile), 95 by default) when it is 50, 95, 99 or 99.9.
+    A C(FATAL) run is a record with C(error) set.
+  - bonnie++ output, CSV lines of 1.03, 1.96/1.97 and format 1.98 (bonnie++ 1.98 to 2.00a) or, without CSV, the
+    text table (also as printed by C(bon_csv2txt)); one record per run. Block output is the write rate, block input
+    the read rate and random seeks the read IOPS; the latencies are bonnie++'s maximum latency of those tests.
+    C(+++++) (too fast to measure) gives null and a warning, never a number; K is 1024 bytes.
+  - ioping output of 0.x and 1.x, the summary (one record per statistics block) or the raw C(-B) line; IOPS and
+    bytes per second go to the direction ioping tested, latency min, mean (avg), max and stdev (mdev) come from
+    C(min/avg/max/mdev).
+  - Anything the parser cannot read exactly (unknown unit, truncated or malformed JSON, no dd summary, a sysbench
+    result section without its figures) fails the task with a message naming the tool, what was expected and the
+    offending line. No figure is guessed.
 author:
   - diskproof maintainers (@diskproof)
 options:
   tool:
     description:
       - Which tool produced the output.
-      - V(auto) takes the tool from the basename of O(argv[0]) when it is C(dd) or C(fio), else recognises
-        the output itself.
+      - V(auto) takes the tool from the basename of O(argv[0]) when it is C(dd), C(fio), C(sysbench),
+        C(bonnie++) or C(ioping), else recognises the output itself.
+      - V(bonnie) is bonnie++ (and C(bon_csv2txt) output).
     type: str
-    choices: [auto, dd, fio]
+    choices: [auto, dd, fio, sysbench, bonnie, ioping]
     default: auto
   content:
     description:
@@ -51,6 +68,8 @@ options:
       - Command to run, as a list of arguments (no shell). The first element is looked up in E(PATH).
       - The module runs it with C(LANG=C) and C(LC_ALL=C) and parses stdout followed by stderr (dd prints its
         summary on stderr, fio its JSON on stdout). fio needs C(--output-format=json) or C(json+).
+      - With C(bonnie++ -q) the CSV line (stdout) comes first and the text table (stderr) is only a cross-check.
+        C(ioping -B) prints exact figures, its summary rounds them to 3 or 4 significant digits.
       - Not run in check mode.
     type: list
     elements: str
@@ -76,7 +95,9 @@ options:
       - When not set it is taken from the dd operands in O(argv) - C(of=/dev/null) is a read, C(if=/dev/zero) or
         C(if=/dev/urandom) is a write, file to file is a copy. When it is still unknown the dd rate is left out
         of C(metrics) with a warning (C(bytes) and C(seconds) are still set).
-      - Ignored for fio, which reports each direction itself.
+      - For ioping, only when its output does not say it - the raw C(-B) line, and 0.x summaries without request
+        lines. Without it (and without C(-W) or C(-G) in O(argv)) ioping is taken to have read, with a warning.
+      - Ignored for fio, sysbench and bonnie++, which say which direction each figure is.
     type: str
     choices: [read, write, copy]
   creates:
@@ -190,6 +211,31 @@ EXAMPLES = r"""
 - name: Show the write rate in MB/s (10^6 bytes per second)
   ansible.builtin.debug:
     msg: "{{ (ansible_facts['diskproof_results'][0].metrics.write_bytes_per_s / 1e6) | round(1) }} MB/s"
+
+- name: Parse a sysbench fileio log holding the prepare step and three runs (one record each)
+  diskproof.fleet.bench_facts:
+    src: /var/tmp/diskproof/sysbench_rndrd.log
+    tool: sysbench
+    test: sysbench_rand_read
+
+- name: bonnie++ as an unprivileged user, CSV on stdout (-q) and the text table on stderr
+  diskproof.fleet.bench_facts:
+    argv: [bonnie++, -q, -d, /srv/diskproof/d0, -u, nobody, -s, "2048", -r, "1024", -n, "0", -m, "{{ inventory_hostname }}"]
+    test: bonnie
+    target:
+      path: /srv/diskproof/d0
+  become: true
+
+- name: ioping, 20 direct reads, raw (exact) statistics
+  diskproof.fleet.bench_facts:
+    argv: [ioping, -B, -D, -c, "20", -i, "0.1", /srv/diskproof/d0]
+    test: ioping_read_latency
+    target:
+      path: /srv/diskproof/d0
+
+- name: Show the mean ioping read latency in microseconds
+  ansible.builtin.debug:
+    msg: "{{ (ansible_facts['diskproof_results'][0].metrics.latency_ns.read.mean / 1000) | round(1) }} us"
 """
 
 RETURN = r"""
@@ -218,12 +264,14 @@ ansible_facts:
           returned: always
           sample: dd_seq_write
         tool:
-          description: V(dd) or V(fio).
+          description: V(dd), V(fio), V(sysbench), V(bonnie) (bonnie++) or V(ioping).
           type: str
           returned: always
           sample: dd
         tool_version:
-          description: Version from the output (fio) or from C(<tool> --version) after an O(argv) run; null when unknown.
+          description:
+            - Version from the output (fio, sysbench banner, bonnie++ CSV or text table) or from C(<tool> --version)
+              (C(ioping -v)) after an O(argv) run; null when unknown.
           type: str
           returned: always
           sample: "9.1"
@@ -239,18 +287,24 @@ ansible_facts:
           sample: {block_size: 1048576, size_bytes: 268435456, direct: false, sync: fdatasync}
         job:
           description:
-            - Which job of the output this record is - C(name) (fio job name), C(index) (position in the output,
-              from 0), C(groupid) (fio), C(client) (fio C(--client) server as host:port). Null fields for dd
-              except C(index).
+            - Which job of the output this record is - C(name) (fio job name, sysbench test mode such as V(rndrd) or
+              V(prepare), bonnie++ machine name, ioping target), C(index) (position in the output, from 0),
+              C(groupid) (fio), C(client) (fio C(--client) server as host:port). Null fields for dd except C(index).
           type: dict
           returned: always
           sample: {name: null, index: 0, groupid: null, client: null}
         metrics:
           description:
             - C(read_bytes_per_s), C(write_bytes_per_s) (bytes/s), C(read_iops), C(write_iops) (ops/s),
-              C(fsyncs_per_s) (fio C(fsync)/C(fdatasync) calls per second) and C(latency_ns.read),
-              C(latency_ns.write) (each null or a dict of C(mean), C(p50), C(p99), C(p99_9), C(max) in ns).
-            - A direction the test did not exercise is null.
+              C(fsyncs_per_s) (fio C(fsync)/C(fdatasync) calls, sysbench fsyncs, per second) and C(latency_ns.read),
+              C(latency_ns.write) (each null or a dict of C(mean), C(min), C(p50), C(p95), C(p99), C(p99_9), C(max),
+              C(stdev) in ns, in that order; any of them null when the tool does not print it).
+            - fio fills them all from C(clat) (C(stdev) is fio's C(stddev)); sysbench C(min), C(mean), C(max) and the
+              one percentile it prints (C(stdev) null); ioping C(min), C(mean), C(max) and C(stdev) (its C(mdev)).
+            - bonnie++ - C(write_bytes_per_s) is block output, C(read_bytes_per_s) block input, C(read_iops) random
+              seeks, the latencies are C(max) only (bonnie++ reports the worst latency of each test).
+            - A direction the test did not exercise is null, and so is a figure the tool could not measure
+              (bonnie++ C(+++++)).
           type: dict
           returned: always
           sample:
@@ -261,12 +315,17 @@ ansible_facts:
             fsyncs_per_s: null
             latency_ns: {read: null, write: null}
         bytes:
-          description: Bytes the tool says it moved (dd summary line; fio sum of C(io_bytes) over directions).
+          description:
+            - Bytes the tool says it moved (dd summary line; fio sum of C(io_bytes) over directions; sysbench 0.4/0.5
+              operations x block size, prepare its C(bytes written); ioping the size of the counted requests).
+            - Null when the tool does not say (sysbench 1.0 runs, bonnie++).
           type: int
           returned: always
           sample: 134217728
         seconds:
-          description: The tool's own elapsed time (dd summary line; fio longest direction runtime).
+          description:
+            - The tool's own elapsed time (dd summary line; fio longest direction runtime; sysbench C(total time);
+              ioping 1.x the time of the counted requests, 0.x its run time). Null for bonnie++.
           type: float
           returned: always
           sample: 2.73932
@@ -302,7 +361,9 @@ ansible_facts:
           returned: always
           sample: {read_bytes: 0, write_bytes: 134221824}
         warnings:
-          description: Everything the parser noticed but did not treat as a failure (partial records, fio messages, ...).
+          description:
+            - Everything the parser noticed but did not treat as a failure (partial records, fio messages, sysbench
+              WARNING lines, bonnie++ C(+++++) figures, ...).
           type: list
           elements: str
           returned: always
@@ -400,9 +461,16 @@ def run_tool(module, device):
     }
 
 
-def ask_version(module, binary):
-    rc, stdout, _stderr = module.run_command([binary, "--version"], environ_update=LOCALE_C, expand_user_and_vars=False)
-    return version_from_banner(stdout) if rc == 0 else None
+# How each tool prints its version (bonnie++ has no such option: its CSV carries the version).
+VERSION_ARGS = {"ioping": ["-v"], "bonnie": None}
+
+
+def ask_version(module, binary, tool):
+    args = VERSION_ARGS.get(tool, ["--version"])
+    if args is None:
+        return None
+    rc, stdout, stderr = module.run_command([binary] + args, environ_update=LOCALE_C, expand_user_and_vars=False)
+    return version_from_banner(stdout or stderr) if rc == 0 else None
 
 
 def command_text(module):
@@ -430,13 +498,13 @@ def parse_results(module, text, run, created):
         module.fail_json(msg="%s; %s" % (error, describe_source(module, run)), created=created)
 
 
-def records_for(module, results, run, target, raw):
+def records_for(module, tool, results, run, target, raw):
     common = dict(test=module.params["test"], target=target, params=module.params["params"], raw_sha256=sha256_hex(raw))
     extra_warnings = []
     if run is not None:
         version = None
         if not any(result["tool_version"] for result in results):
-            version = ask_version(module, run["bin"])
+            version = ask_version(module, run["bin"], tool)
         common.update(started=run["started"], finished=run["finished"], command=module.params["argv"],
                       exit_code=run["rc"], device_io=run["device_io"], tool_version=version)
         if run["device_io_wanted"] and run["device_io"] is None:
@@ -469,7 +537,7 @@ def check_creates(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            tool=dict(type="str", default="auto", choices=["auto", "dd", "fio"]),
+            tool=dict(type="str", default="auto", choices=["auto", "dd", "fio", "sysbench", "bonnie", "ioping"]),
             content=dict(type="str"),
             src=dict(type="path"),
             argv=dict(type="list", elements="str"),
@@ -505,7 +573,7 @@ def main():
     created = [params["creates"]] if run is not None and params["creates"] and os.path.lexists(params["creates"]) else []
     text = raw.decode("utf-8", "replace")
     tool, results = parse_results(module, text, run, created)
-    records = records_for(module, results, run, target, raw)
+    records = records_for(module, tool, results, run, target, raw)
     apply_exit_code(records, run["rc"] if run is not None else None, text)
     facts = {"diskproof_results": records}
     message = failure_message(module, tool, records, run)

@@ -1,6 +1,7 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers for benchmark tool output, and their mapping to result records (schema 1).
+"""Pure parsers for benchmark tool output (dd, fio, sysbench, bonnie++, ioping), and their mapping
+to result records (schema 1).
 
 No Ansible imports: bench_facts calls parse_output() and make_record(); everything here is
 reachable from pytest without Ansible. The one exception raised is errors.ParseError.
@@ -15,8 +16,8 @@ import hashlib
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import dd, fio
-from .detect import detect_tool, tool_from_argv
+from . import bonnie, dd, fio, ioping, sysbench
+from .detect import TOOLS, detect_tool, tool_from_argv
 from .errors import ParseError
 
 __all__ = [
@@ -86,9 +87,86 @@ def fio_result(job: fio.FioJob) -> Dict[str, Any]:
     return result
 
 
+LATENCY_KEYS = ("mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev")
+PERCENTILE_KEYS = ((50.0, "p50"), (95.0, "p95"), (99.0, "p99"), (99.9, "p99_9"))
+
+
+def _latency(**figures: Optional[float]) -> Dict[str, Optional[float]]:
+    """One direction's latency in ns: every key of LATENCY_KEYS, in that order, null unless given."""
+    unknown = set(figures) - set(LATENCY_KEYS)
+    if unknown:
+        raise TypeError("unknown latency keys: %s" % ", ".join(sorted(unknown)))
+    return {key: figures.get(key) for key in LATENCY_KEYS}
+
+
+def _ident(name: Optional[str], index: int) -> Dict[str, Any]:
+    return {"name": name, "index": index, "groupid": None, "client": None}
+
+
+def sysbench_result(run: sysbench.SysbenchRun) -> Dict[str, Any]:
+    """One sysbench run: reads/s and writes/s go to the directions the test mode exercises; the one
+    latency sysbench reports (all requests, fsyncs included) to that direction when there is one."""
+    result = _result("sysbench", run.version, _ident(run.mode or run.test, run.index))
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    direction = sysbench.direction_of(run)
+    if direction is None:
+        directions = [name for name, rate in (("read", run.reads_per_s), ("write", run.writes_per_s)) if rate]
+    else:
+        directions = ["read", "write"] if direction == "mixed" else [direction]
+    figures = {"read": (run.read_bytes_per_s, run.reads_per_s), "write": (run.write_bytes_per_s, run.writes_per_s)}
+    for name in directions:
+        metrics[name + "_bytes_per_s"], metrics[name + "_iops"] = figures[name]
+    metrics["fsyncs_per_s"] = run.fsyncs_per_s or None
+    latency = run.latency
+    if latency is not None and run.completed_requests:
+        rank = latency.percentile_rank
+        percentiles = {key: latency.percentile for wanted, key in PERCENTILE_KEYS
+                       if rank is not None and abs(rank - wanted) < 1e-6}
+        found = _latency(mean=latency.avg, min=latency.min, max=latency.max, **percentiles)
+        if len(directions) == 1:
+            metrics["latency_ns"][directions[0]] = found
+        else:
+            result["warnings"].append("sysbench reports one latency for reads, writes and fsyncs together: "
+                                      "not attributed to a direction")
+    return result
+
+
+def bonnie_result(run: bonnie.BonnieRun) -> Dict[str, Any]:
+    """One bonnie++ run: block output is the write rate, block input the read rate, random seeks the
+    read ops/s; latencies are bonnie++'s maximum latency of those tests."""
+    result = _result("bonnie", run.version, _ident(run.name, run.index))
+    result.update(error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    metrics["write_bytes_per_s"] = run.rates.get("put_block")
+    metrics["read_bytes_per_s"] = run.rates.get("get_block")
+    metrics["read_iops"] = run.rates.get("seeks")
+    for name, test in (("write", "put_block"), ("read", "get_block")):
+        worst = run.latency_ns.get(test)
+        if worst is not None:
+            metrics["latency_ns"][name] = _latency(max=worst)
+    return result
+
+
+def ioping_result(run: ioping.IopingRun) -> Dict[str, Any]:
+    """One ioping statistics block (or raw line): its figures go to the direction ioping tested."""
+    result = _result("ioping", None, _ident(run.target, run.index))
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    if run.direction in ("read", "write"):
+        metrics[run.direction + "_bytes_per_s"] = run.bytes_per_s
+        metrics[run.direction + "_iops"] = run.iops
+        if run.avg_ns is not None and run.requests:
+            metrics["latency_ns"][run.direction] = _latency(mean=run.avg_ns, min=run.min_ns, max=run.max_ns,
+                                                            stdev=run.mdev_ns)
+    elif run.direction == "mixed":
+        result["warnings"].append("ioping alternated reads and writes (-G): figures not attributed to a direction")
+    return result
+
+
 def resolve_tool(tool: str, text: str, argv: Optional[List[str]] = None) -> str:
     """The tool whose output text is: as given, else from argv[0], else from the text."""
-    if tool in ("dd", "fio"):
+    if tool in TOOLS:
         return tool
     return tool_from_argv(argv) or detect_tool(text)
 
@@ -101,6 +179,12 @@ def parse_output(
     if tool == "dd":
         direction = direction or dd.direction_from_argv(argv or [])
         return tool, [dd_result(run, direction) for run in dd.parse(text)]
+    if tool == "sysbench":
+        return tool, [sysbench_result(run) for run in sysbench.parse(text)]
+    if tool == "bonnie":
+        return tool, [bonnie_result(run) for run in bonnie.parse(text)]
+    if tool == "ioping":
+        return tool, [ioping_result(run) for run in ioping.parse(text, argv, direction)]
     return tool, [fio_result(job) for job in fio.parse(text)]
 
 

@@ -1,6 +1,7 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""tool=auto: tell dd output from fio output (and from a command line, when there is one)."""
+"""tool=auto: tell the output of dd, fio, sysbench, bonnie++ and ioping apart (and take the tool
+from a command line, when there is one)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import os
 import re
 from typing import List, Optional
 
+from .bonnie import looks_like_csv
 from .errors import ParseError
 
-TOOLS = ("dd", "fio")
+TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
+# argv[0] basenames; bonnie++ is "bonnie" in the records (and its converter bon_csv2txt too)
+_PROGRAMS = {"dd": "dd", "fio": "fio", "sysbench": "sysbench", "bonnie++": "bonnie", "bonnie": "bonnie",
+             "bon_csv2txt": "bonnie", "ioping": "ioping"}
 
 # Strong fio markers: its JSON keys. Weak: its "fio: ..." messages (a failed run without JSON).
 _FIO_JSON = re.compile(r'"(fio version|client_stats)"\s*:|^\s*"jobs"\s*:\s*\[', re.MULTILINE)
@@ -22,18 +27,46 @@ _DD_MARKERS = re.compile(
     r"|^\s*(\S*/)?dd: ",
     re.MULTILINE,
 )
+# sysbench: its banner, and the first line of each results layout (0.4/0.5, 1.0, prepare).
+_SYSBENCH_MARKERS = re.compile(
+    r"^\s*sysbench [0-9]+(\.[0-9]+)+[^\s:]*(:\s|\s+\(|\s*$)"
+    r"|^\s*Operations performed:\s+[0-9]+ (Read|reads), [0-9]+ (Write|writes), "
+    r"|^\s*File operations:\s*\n\s*reads/s:",
+    re.MULTILINE,
+)
+# bonnie++: its text table header, its "Using uid" and usage lines; CSV lines are checked one by one.
+_BONNIE_MARKERS = re.compile(
+    r"^\s*Version\s+\S+\s+-+Sequential (Output|Create)-+"
+    r"|^Using uid:[0-9]+, gid:[0-9]+\.$"
+    r"|^bonnie\+\+ \[-d scratch-dir\]",
+    re.MULTILINE,
+)
+# ioping: its statistics header and request lines (never ping's "--- host ping statistics ---").
+_IOPING_MARKERS = re.compile(
+    r"^\s*--- .* ioping statistics ---\s*$"
+    r"|^\s*[0-9.]+ ?[KMGTPE]?i?B (<<<|>>>) .*: request=[0-9]+ time="
+    r"|^\s*[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms",
+    re.MULTILINE,
+)
+# Weak ioping markers: its own messages, and a raw -B line (10 integers, 1.x) alone in the text.
+_IOPING_MESSAGE = re.compile(r"^\s*(\S*/)?ioping: ", re.MULTILINE)
+_IOPING_RAW = re.compile(r"\A\s*([0-9]{1,30}( [0-9]{1,30}){9}\s*\n?)+\Z")
 
 
 def tool_from_argv(argv: Optional[List[str]]) -> Optional[str]:
-    """'dd' or 'fio' when argv[0] names one of them (path allowed), else None."""
+    """The tool argv[0] names (path allowed; bonnie++ is 'bonnie'), else None."""
     if not argv or not isinstance(argv[0], str):
         return None
-    name = os.path.basename(argv[0])
-    return name if name in TOOLS else None
+    return _PROGRAMS.get(os.path.basename(argv[0]))
+
+
+def _bonnie_csv(text: str) -> bool:
+    return any(looks_like_csv(line.strip()) for line in text.splitlines() if line.count(",") >= 26)
 
 
 def detect_tool(text: str) -> str:
-    """'fio' or 'dd' from the output itself; ParseError when it is neither."""
+    """'dd', 'fio', 'sysbench', 'bonnie' or 'ioping' from the output itself; ParseError when it is
+    none of them. dd and fio are recognised first, exactly as before the other three existed."""
     if not isinstance(text, str):
         raise ParseError("tool=auto", "text, got %s" % type(text).__name__)
     if _FIO_JSON.search(text):
@@ -42,5 +75,16 @@ def detect_tool(text: str) -> str:
         return "dd"
     if _FIO_MESSAGE.search(text):
         return "fio"
+    if _SYSBENCH_MARKERS.search(text):
+        return "sysbench"
+    if _BONNIE_MARKERS.search(text) or _bonnie_csv(text):
+        return "bonnie"
+    if _IOPING_MARKERS.search(text) or _IOPING_MESSAGE.search(text) or _IOPING_RAW.match(text):
+        return "ioping"
     first = next((line.strip() for line in text.splitlines() if line.strip()), None)
-    raise ParseError("tool=auto", "dd or fio output (pass tool=dd or tool=fio if it is one of them)", first, None)
+    raise ParseError(
+        "tool=auto",
+        "dd or fio output, or the output of sysbench fileio, bonnie++ or ioping "
+        "(pass tool=dd, fio, sysbench, bonnie or ioping if it is one of them)",
+        first, None,
+    )

@@ -14,8 +14,11 @@ the size of a number.
 
 Figures per direction: bytes/s = io_bytes / runtime (fio's ``bw_bytes`` is the same quotient
 truncated to an integer, fio 2.x ``bw`` is in KiB/s); ops/s = fio's ``iops``; latency = the
-completion latency ``clat`` (mean, p50, p99, p99.9, max), falling back to the mean of the total
-latency ``lat`` when fio reported no completion latency.
+completion latency ``clat`` (``mean``, ``min``, the 50/95/99/99.9 percentiles, ``max``, ``stddev``
+as ``stdev``), falling back to the total latency ``lat`` when fio reported no completion latency:
+its ``mean`` (required), ``min``, ``max`` and ``stddev`` (each null when absent); no percentiles,
+as fio prints a ``lat`` percentile table only with ``lat_percentiles=1``, which the fallback does
+not rely on.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from .units import KIB, NS_PER_US, ms_to_s
 
 TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim")
-PERCENTILES = (("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9))
+PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99_9", 99.9))
 AGGREGATE_CLIENT = "All clients"
 MAX_NOISE_LINES = 20
 MAX_INTEGER = 2 ** 64  # fio's counters are 64-bit; anything larger is not fio output
@@ -161,22 +164,36 @@ def _has_samples(stats: Dict[str, Any], path: str) -> bool:
     return _number(stats, "max", path) > 0  # fio 2.x has no sample count
 
 
+def _scaled(stats: Dict[str, Any], key: str, scale: int, path: str, required: bool) -> Optional[float]:
+    value = _number(stats, key, path) if required else _optional_number(stats, key, path)
+    return None if value is None else value * scale
+
+
 def _latency(found: Dict[str, Any], path: str, warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
-    """Completion latency in ns: mean, p50, p99, p99_9, max; lat mean as fallback; None if neither."""
+    """Latency in ns, keys mean, min, p50, p95, p99, p99_9, max, stdev: the completion latency (clat,
+    every figure but a percentile fio did not print required); else the total latency (lat: mean
+    required, min/max/stdev when present, no percentiles); None if neither has samples."""
     for key, scale in (("clat_ns", 1), ("clat", NS_PER_US)):
         stats = _mapping(found, key, path)
         if stats is not None and _has_samples(stats, path + "." + key):
             sub = path + "." + key
-            latency: Dict[str, Optional[float]] = {"mean": _number(stats, "mean", sub) * scale}
+            latency: Dict[str, Optional[float]] = {"mean": _scaled(stats, "mean", scale, sub, True),
+                                                   "min": _scaled(stats, "min", scale, sub, True)}
             latency.update(_percentiles(stats, scale, sub))
-            latency["max"] = _number(stats, "max", sub) * scale
+            latency["max"] = _scaled(stats, "max", scale, sub, True)
+            latency["stdev"] = _scaled(stats, "stddev", scale, sub, True)
             return latency
     for key, scale in (("lat_ns", 1), ("lat", NS_PER_US)):
         stats = _mapping(found, key, path)
         if stats is not None and _has_samples(stats, path + "." + key):
-            warnings.append("%s: no completion latency (clat); latency mean is fio's total latency (%s)" % (path, key))
-            mean = _number(stats, "mean", path + "." + key) * scale
-            return {"mean": mean, "p50": None, "p99": None, "p99_9": None, "max": None}
+            sub = path + "." + key
+            warnings.append("%s: no completion latency (clat); latency mean, min, max and stdev are fio's total "
+                            "latency (%s), no percentiles" % (path, key))
+            latency = {"mean": _scaled(stats, "mean", scale, sub, True), "min": _scaled(stats, "min", scale, sub, False)}
+            latency.update((name, None) for name, _pct in PERCENTILES)
+            latency["max"] = _scaled(stats, "max", scale, sub, False)
+            latency["stdev"] = _scaled(stats, "stddev", scale, sub, False)
+            return latency
     return None
 
 

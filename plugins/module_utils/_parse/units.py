@@ -67,12 +67,75 @@ PLAIN_BYTES = {
     "bytes": 1,
 }
 
+# sysbench 0.4/0.5 (and the 1.0 prepare banner) write binary sizes as "Kb", "Mb", "Gb": "13.895Mb/sec"
+# is 13.895 x 2**20 bytes per second (bytes read / seconds / 1048576), not megabits nor 10**6 bytes.
+SYSBENCH_LEGACY_BYTES = {
+    "b": 1,
+    "B": 1,
+    "Kb": 2 ** 10,
+    "Mb": 2 ** 20,
+    "Gb": 2 ** 30,
+    "Tb": 2 ** 40,
+    "Pb": 2 ** 50,
+    "Eb": 2 ** 60,
+}
+
+# bonnie++ counts in KiB: CSV and 1.x text rates are "K/sec" (1024 bytes), file sizes "300M", "4G" are
+# MiB and GiB (-s is in MiB); the 1.98+ text table suffixes rates with k, m, g: KiB/s, MiB/s, GiB/s.
+BONNIE_SIZE_BYTES = {
+    "": 2 ** 20,  # -s without a unit is MiB
+    "K": 2 ** 10,
+    "M": 2 ** 20,
+    "G": 2 ** 30,
+    "T": 2 ** 40,
+    "P": 2 ** 50,
+}
+BONNIE_RATE_BYTES = {
+    "": 2 ** 10,  # "K/sec" column of the 1.03-1.97 text table and every CSV rate
+    "k": 2 ** 10,
+    "m": 2 ** 20,
+    "g": 2 ** 30,
+    "t": 2 ** 40,
+}
+
+# ioping 0.x prints "mb/s" for (bytes / 2**20) per second; 1.x prints IEC units (see IEC_BYTES).
+IOPING_LEGACY_BYTES = {
+    "mb": 2 ** 20,
+}
+
 SYSTEMS = {
     "si": SI_BYTES,
     "iec": IEC_BYTES,
     "busybox": BUSYBOX_BYTES,
     "plain": PLAIN_BYTES,
+    "sysbench": SYSBENCH_LEGACY_BYTES,
+    "bonnie_size": BONNIE_SIZE_BYTES,
+    "bonnie_rate": BONNIE_RATE_BYTES,
+    "ioping_legacy": IOPING_LEGACY_BYTES,
 }
+
+# Decimal count suffixes (ioping print_int: "27.5 k requests", "9.12 k iops" are 10**3).
+COUNT_SUFFIXES = {
+    "": 1,
+    "k": 10 ** 3,
+    "M": 10 ** 6,
+    "G": 10 ** 9,
+    "T": 10 ** 12,
+    "P": 10 ** 15,
+    "E": 10 ** 18,
+}
+
+# Durations to nanoseconds: sysbench "ms", bonnie++ latency "us"/"ms"/"s", ioping "ns" to "hour".
+NS_PER_TIME_UNIT = {
+    "ns": 1,
+    "us": 1000,
+    "ms": 1000 * 1000,
+    "s": 1000 * 1000 * 1000,
+    "min": 60 * 1000 * 1000 * 1000,
+    "hour": 3600 * 1000 * 1000 * 1000,
+}
+NS_PER_S = NS_PER_TIME_UNIT["s"]
+MAX_NUMBER_DIGITS = 40  # longer digit strings are not tool output (and int() refuses > 4300 digits)
 
 _DECIMAL = re.compile(r"^[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?$")
 
@@ -127,3 +190,37 @@ def ms_to_s(milliseconds: float) -> float:
 def sectors_to_bytes(sectors: int) -> int:
     """/sys/block/<dev>/stat counts 512-byte sectors whatever the device's logical block size."""
     return sectors * SECTOR_BYTES
+
+
+_UNSIGNED = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
+
+
+def parse_unsigned(text: str, tool: str, line: str, lineno: int | None = None) -> float:
+    """A plain unsigned decimal ("300.10", "16384"): point only, no exponent, at most 40 digits."""
+    if len(text) > MAX_NUMBER_DIGITS or not _UNSIGNED.match(text):
+        raise ParseError(tool, "an unsigned decimal number, got '%s'" % text[:60], line, lineno)
+    value = float(text)
+    if not math.isfinite(value):
+        raise ParseError(tool, "a finite number, got '%s'" % text[:60], line, lineno)
+    return value
+
+
+def count_factor(suffix: str, tool: str, line: str, lineno: int | None = None) -> int:
+    """Multiplier of a decimal count suffix ("k" = 1000); unknown suffix -> ParseError."""
+    if suffix not in COUNT_SUFFIXES:
+        raise ParseError(tool, "a known count suffix (k, M, G, T), got '%s'" % suffix, line, lineno)
+    return COUNT_SUFFIXES[suffix]
+
+
+def ns_per(unit: str, tool: str, line: str, lineno: int | None = None) -> int:
+    """Nanoseconds per time unit (ns, us, ms, s, min, hour); unknown unit -> ParseError."""
+    if unit not in NS_PER_TIME_UNIT:
+        raise ParseError(tool, "a known time unit (ns, us, ms, s, min, hour), got '%s'" % unit, line, lineno)
+    return NS_PER_TIME_UNIT[unit]
+
+
+def finite(value: float, tool: str, what: str, line: str, lineno: int | None = None) -> float:
+    """value when it is a finite number >= 0, else ParseError (a product or quotient overflowed)."""
+    if not math.isfinite(value) or value < 0:
+        raise ParseError(tool, "a finite, non-negative %s" % what, line, lineno)
+    return value

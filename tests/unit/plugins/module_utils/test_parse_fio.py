@@ -17,62 +17,77 @@ def fixture(name):
         return handle.read()
 
 
-def lat(mean, p50, p99, p99_9, maximum):
-    return {"mean": mean, "p50": p50, "p99": p99, "p99_9": p99_9, "max": maximum}
+LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
 
 
-# direction: (io_bytes, runtime ms, bytes/s by hand = io_bytes * 1000 / runtime, iops, clat ns)
+def lat(mean, minimum, p50, p95, p99, p99_9, maximum, stdev):
+    return {"mean": mean, "min": minimum, "p50": p50, "p95": p95, "p99": p99, "p99_9": p99_9, "max": maximum,
+            "stdev": stdev}
+
+
+# direction: (io_bytes, runtime ms, bytes/s by hand = io_bytes * 1000 / runtime, iops, clat ns: mean, min,
+# percentiles 50/95/99/99.9, max, stddev as read from the fixture's clat_ns, or clat x 1000 for fio 2.x)
 CASES = [
     ("fio333-randread-4k-qd32.json", [
         ("randread-4k-qd32", 0, None, {
             "read": (4227072, 5102, 828512.7401019208, 202.273618,
-                     lat(158061910.450582, 200278016, 299892736, 299892736, 300069855))}),
+                     lat(158061910.450582, 195794, 200278016, 200278016, 299892736, 299892736, 300069855,
+                         55086192.284135))}),
     ]),
     ("fio333-seqwrite-1m.json", [
         ("seqwrite-1m", 0, None, {
             "write": (265289728, 5007, 52983768.32434592, 50.529259,
-                      lat(79103157.296443, 100139008, 122159104, 122159104, 121664268))}),
+                      lat(79103157.296443, 254548, 100139008, 100139008, 122159104, 122159104, 121664268,
+                          40539396.008264))}),
     ]),
     ("fio333-randrw-70-30.json", [
         ("randrw-70-30", 0, None, {
             "read": (4161536, 5004, 831641.8864908074, 203.03757,
-                     lat(78753705.971457, 100139008, 104333312, 104333312, 103986028)),
-            "write": (1806336, 5004, 360978.417266187, 88.129496, lat(72335.675737, 63744, 171008, 189440, 189955))}),
+                     lat(78753705.971457, 47221, 100139008, 100139008, 104333312, 104333312, 103986028,
+                         40901658.074078)),
+            "write": (1806336, 5004, 360978.417266187, 88.129496,
+                      lat(72335.675737, 461, 63744, 152576, 171008, 189440, 189955, 49164.3327))}),
     ]),
     ("fio333-numjobs2.json", [
         ("randread-nj2", 0, None, {
             "read": (1671168, 4002, 417583.2083958021, 101.949025,
-                     lat(78456872.210784, 100139008, 101187584, 101187584, 101598610))}),
+                     lat(78456872.210784, 18348, 100139008, 100139008, 101187584, 101187584, 101598610,
+                         41171602.852405))}),
         ("randread-nj2", 0, None, {
             "read": (1671168, 4002, 417583.2083958021, 101.949025,
-                     lat(78453840.031863, 100139008, 101187584, 101187584, 101426295))}),
+                     lat(78453840.031863, 18358, 100139008, 100139008, 101187584, 101187584, 101426295,
+                         41167164.646918))}),
     ]),
     ("fio333-numjobs2-group-reporting.json", [
         ("randread-nj2", 0, None, {
             "read": (3342336, 4003, 834957.7816637522, 203.847115,
-                     lat(78471443.041667, 100139008, 102236160, 102236160, 102349476))}),
+                     lat(78471443.041667, 18989, 100139008, 100139008, 102236160, 102236160, 102349476,
+                         41145431.813928))}),
     ]),
     ("fio333-jsonplus-randwrite.json", [
         ("randwrite-jsonplus", 0, None, {
             "write": (3309568, 4002, 826978.5107446277, 201.89905,
-                      lat(39611455.57797, 104960, 104333312, 105381888, 105366612))}),
+                      lat(39611455.57797, 19409, 104960, 100139008, 104333312, 105381888, 105366612,
+                          48866330.612822))}),
     ]),
     ("fio333-write-fdatasync.json", [
         ("commit-4k-fdatasync", 0, None, {
-            "write": (819200, 4005, 204544.31960049938, 49.937578, lat(6837.855, 4192, 41728, 54016, 54211))}),
+            "write": (819200, 4005, 204544.31960049938, 49.937578,
+                      lat(6837.855, 2404, 4192, 16768, 41728, 54016, 54211, 7126.545408))}),
     ]),
     ("fio333-client-two-servers.json", [
         ("seqread-client", 0, "127.0.0.1:8766", {
             "read": (111149056, 3088, 35993865.28497409, 34.326425,
-                     lat(29116494.924528, 1302528, 115867648, 164626432, 164653762))}),
+                     lat(29116494.924528, 102484, 1302528, 100139008, 115867648, 164626432, 164653762,
+                         44065896.08797))}),
         ("seqread-client", 0, "127.0.0.1:8765", {
             "read": (115343360, 3097, 37243577.65579593, 35.518243,
-                     lat(28143575.8, 142336, 104333312, 107479040, 107516486))}),
+                     lat(28143575.8, 99769, 142336, 100139008, 104333312, 107479040, 107516486, 44939563.344609))}),
     ]),
     ("fio333-warning-before-json.txt", [
         ("seqread-time-based", 0, None, {
             "read": (67108864, 1225, 54782746.12244898, 52.244898,
-                     lat(19124374.25, 158720, 125304832, 125304832, 125343695))}),
+                     lat(19124374.25, 102453, 158720, 99090432, 125304832, 125304832, 125343695, 39863420.713623))}),
     ]),
     ("fio333-error-misaligned-merged.txt", [("write-misaligned", 22, None, {})]),
     ("fio333-error-misaligned-stdout-stderr.txt", [("write-misaligned", 22, None, {})]),
@@ -80,7 +95,7 @@ CASES = [
     ("public-fio218-randread-mdraid.json", [
         ("random-io", 0, None, {
             "read": (17989632, 60013, 299762.25151217234, 73.184143,
-                     lat(13636394.809, 13504000, 22912000, 24960000, 26160000))}),
+                     lat(13636394.809, 2761000, 13504000, 20608000, 22912000, 24960000, 26160000, 3949424.092))}),
     ]),
 ]
 
@@ -97,6 +112,7 @@ def test_fixture_figures(name, expected):
             assert (found.io_bytes, found.runtime_ms, found.iops) == (io_bytes, runtime, iops)
             assert found.bytes_per_s == pytest.approx(rate, rel=1e-12)
             assert found.latency_ns == pytest.approx(latency, rel=1e-12)
+            assert list(found.latency_ns) == LATENCY_KEYS
         assert job.bytes == sum(values[0] for values in directions.values())
 
 
@@ -163,7 +179,13 @@ def test_mixed_job_fills_both_directions_in_the_record():
     assert metrics["read_bytes_per_s"] == pytest.approx(831641.8864908074, rel=1e-12)
     assert metrics["write_bytes_per_s"] == pytest.approx(360978.417266187, rel=1e-12)
     assert (metrics["read_iops"], metrics["write_iops"]) == (203.03757, 88.129496)
-    assert metrics["latency_ns"]["write"]["p99_9"] == 189440
+    assert metrics["latency_ns"]["write"] == {
+        "mean": 72335.675737, "min": 461, "p50": 63744, "p95": 152576, "p99": 171008, "p99_9": 189440, "max": 189955,
+        "stdev": 49164.3327}
+    assert metrics["latency_ns"]["read"] == {
+        "mean": 78753705.971457, "min": 47221, "p50": 100139008, "p95": 100139008, "p99": 104333312,
+        "p99_9": 104333312, "max": 103986028, "stdev": 40901658.074078}
+    assert list(metrics["latency_ns"]["read"]) == LATENCY_KEYS
     assert (result["bytes"], result["seconds"], result["tool_version"]) == (5967872, 5.004, "3.33")
     assert result["job"] == {"name": "randrw-70-30", "index": 0, "groupid": 0, "client": None}
 
@@ -253,8 +275,42 @@ def test_missing_completion_latency_falls_back_to_total_latency_mean():
     doc = json.loads(fixture("fio333-seqwrite-1m.json"))
     del doc["jobs"][0]["write"]["clat_ns"]
     (job,) = fio.parse(json.dumps(doc))
-    assert job.write.latency_ns == {"mean": 79153872.667984, "p50": None, "p99": None, "p99_9": None, "max": None}
+    # lat_ns of the fixture: min 335808, max 121703506, mean 79153872.667984, stddev 40527126.642415
+    assert job.write.latency_ns == {"mean": 79153872.667984, "min": 335808, "p50": None, "p95": None, "p99": None,
+                                    "p99_9": None, "max": 121703506, "stdev": 40527126.642415}
+    assert list(job.write.latency_ns) == LATENCY_KEYS
     assert "no completion latency (clat)" in job.warnings[-1]
+
+
+def test_total_latency_fallback_leaves_out_what_fio_did_not_print():
+    doc = json.loads(fixture("fio333-seqwrite-1m.json"))
+    write = doc["jobs"][0]["write"]
+    del write["clat_ns"], write["lat_ns"]["min"], write["lat_ns"]["stddev"]
+    (job,) = fio.parse(json.dumps(doc))
+    assert job.write.latency_ns == {"mean": 79153872.667984, "min": None, "p50": None, "p95": None, "p99": None,
+                                    "p99_9": None, "max": 121703506, "stdev": None}
+
+
+def test_fio2_total_latency_fallback_is_scaled_from_microseconds():
+    doc = json.loads(fixture("public-fio218-randread-mdraid.json"))
+    del doc["jobs"][0]["read"]["clat"]
+    (job,) = fio.parse(json.dumps(doc))
+    # "lat" of the fixture in us: min 2776, max 26177, mean 13652.220173, stddev 3949.489055
+    latency = job.read.latency_ns
+    assert list(latency) == LATENCY_KEYS
+    assert (latency["p50"], latency["p95"], latency["p99"], latency["p99_9"]) == (None, None, None, None)
+    assert (latency["mean"], latency["min"], latency["max"], latency["stdev"]) == pytest.approx(
+        (13652220.173, 2776000, 26177000, 3949489.055), rel=1e-12)
+    assert "no completion latency (clat)" in job.warnings[-1]
+
+
+@pytest.mark.parametrize("key", ["min", "stddev"])
+def test_completion_latency_without_min_or_stddev_raises_parse_error(key):
+    doc = json.loads(fixture("fio333-seqwrite-1m.json"))
+    del doc["jobs"][0]["write"]["clat_ns"][key]
+    with pytest.raises(ParseError) as caught:
+        fio.parse(json.dumps(doc))
+    assert "jobs[0].write.clat_ns.%s" % key in str(caught.value)
 
 
 def test_two_appended_json_documents_give_jobs_of_both():

@@ -88,8 +88,14 @@ def test_parse_only_fio_content_one_record_per_job(capsys):
     assert (first["tool"], first["tool_version"], first["test"]) == ("fio", "3.33", "fio_rand_read")
     assert [first["job"]["index"], second["job"]["index"]] == [0, 1]
     assert first["metrics"]["read_iops"] == 101.949025
-    assert first["metrics"]["latency_ns"]["read"]["p99"] == 101187584
-    assert second["metrics"]["latency_ns"]["read"]["max"] == 101426295
+    # clat_ns of the two jobs in the fixture: mean, min, percentiles 50/95/99/99.9, max, stddev
+    assert first["metrics"]["latency_ns"] == {"write": None, "read": {
+        "mean": 78456872.210784, "min": 18348, "p50": 100139008, "p95": 100139008, "p99": 101187584,
+        "p99_9": 101187584, "max": 101598610, "stdev": 41171602.852405}}
+    assert second["metrics"]["latency_ns"] == {"write": None, "read": {
+        "mean": 78453840.031863, "min": 18358, "p50": 100139008, "p95": 100139008, "p99": 101187584,
+        "p99_9": 101187584, "max": 101426295, "stdev": 41167164.646918}}
+    assert list(first["metrics"]["latency_ns"]["read"]) == ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
     assert first["raw_sha256"] == hashlib.sha256(content.encode("utf-8")).hexdigest()
     assert first["target"] == {"device": None}
 
