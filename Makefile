@@ -17,13 +17,13 @@ ANSIBLE_TEST_PIP_STANDIN := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,
 # ext4), and what the venv needs.
 APT_PACKAGES := openssh-server openssh-client fio sysbench bonnie++ ioping smartmontools cron \
-	iproute2 util-linux e2fsprogs coreutils python3 python3-venv rsync git
+	iproute2 util-linux fdisk e2fsprogs coreutils python3 python3-venv rsync git
 
 DEMO_SPEC := lab/rack6.yml
 DEMO_LAB := rack6
 REPORT_DIR := $(CURDIR)/diskproof-report
 
-.PHONY: help deps apt venv collection demo test lint sanity units package molecule clean
+.PHONY: help deps apt venv collection demo test lint sanity units integration package molecule clean
 
 help:
 	@echo "make demo   install what is needed, validate the 6-host lab rack, print the report ($(REPORT_DIR))"
@@ -57,7 +57,7 @@ $(COLLECTION_LINK):
 demo: deps
 	tools/demo "$(DEMO_SPEC)" "$(DEMO_LAB)" "$(REPORT_DIR)"
 
-test: deps lint sanity units package molecule
+test: deps lint sanity units integration package molecule
 	@echo "make test: all passed"
 
 lint: deps
@@ -75,6 +75,10 @@ sanity: deps
 
 units: deps
 	pytest -q tests/unit
+
+# Real devices, real ansible-playbook runs; they build and remove their own loop devices and labs.
+integration: deps
+	pytest -q tests/integration
 
 # The tarball users install: build it, install it into an empty path, render the plugin docs.
 package: deps

@@ -1,0 +1,1220 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Disk discovery, pure Python (no Ansible imports): parse, resolve, classify.
+
+What the module disk_facts reads or runs goes through here as text:
+
+    tree = parse_lsblk(lsblk_json_text)            # lsblk -J -b -O
+    topology = Topology(tree)                      # holders/slaves graph: disk -> part -> dm/md -> ...
+    host = HostView(topology, parse_mountinfo(mountinfo_text), parse_swaps(swaps_text),
+                    parse_fstab(fstab_text), block_dev)
+    topology.physical_disks("dm-2")                # ['sda', 'sdb']: through partitions, LVM/dm and md
+    host.boot_disks                                # {'vda': ['/']}: disks holding /, /boot, /boot/efi, /efi
+    host.swap_disks                                # {'sdb': ['/dev/sdb2']}: disks holding active swap
+    usage = host.disk_usage("loop5", probes, sysfs_holders)
+    raw_write_refusals(...)                        # EVERY reason a disk may not be written, not the first
+
+block_dev is the only I/O seam: a callable the module passes in that returns the "MAJ:MIN" of a block
+device node (its st_rdev), None when the path is no block device or does not exist. Tests pass a dict
+lookup.
+
+Parsers raise DiscoverError, the one exception of this file, for anything they cannot read exactly.
+"No SMART on this device" is not an error: parse_smartctl returns it as data (available: false, the
+exit status bits and smartctl's own messages).
+
+Importable on Python 3.8+ (module side of ansible-core 2.19).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+MAX_QUOTED_CHARS = 300
+
+# Mount points whose disk is the boot disk: never selected, never granted raw_write.
+BOOT_MOUNT_POINTS = ("/", "/boot", "/boot/efi", "/efi")
+
+# Refusal codes, in the order they are reported.
+REFUSAL_CODES = (
+    "not_found",
+    "not_directory",
+    "not_block_device",
+    "not_destructive",
+    "not_allow_listed",
+    "not_whole_disk",
+    "boot_disk",
+    "boot_disk_unknown",
+    "mounted",
+    "swap",
+    "fstab",
+    "partitioned",
+    "holders",
+    "busy",
+    "signature",
+    "probe_failed",
+    "read_only",
+)
+
+# smartctl exit status bits (smartctl(8), RETURN VALUES).
+SMARTCTL_EXIT_BITS = (
+    "command line did not parse (smartctl also sets it when it cannot detect the device type)",
+    "device open failed, or the device did not return identify/inquiry data",
+    "a SMART or other command to the device failed, or a checksum error in a SMART data structure",
+    "SMART status check returned DISK FAILING",
+    "prefail attributes at or below threshold",
+    "usage or prefail attributes were at or below threshold in the past",
+    "the device error log contains records of errors",
+    "the device self-test log contains records of errors",
+)
+
+# ATA attributes summarised from smartctl -x (id -> name in the summary); raw values.
+ATA_ATTRIBUTES = {
+    5: "reallocated_sectors",
+    197: "pending_sectors",
+    198: "offline_uncorrectable",
+    199: "udma_crc_errors",
+}
+
+PARTITION_TABLE_TYPES = {
+    "dos", "gpt", "pmbr", "atari", "bsd", "mac", "sgi", "sun", "ultrix", "solaris_x86", "minix", "unixware", "aix",
+}
+LVM_TYPES = {"lvm1_member", "lvm2_member"}
+SWAP_TYPES = {"swap", "swsuspend"}
+CRYPTO_TYPES = {"crypto_luks", "bitlocker", "truecrypt", "veracrypt"}
+VOLUME_MEMBER_TYPES = {"zfs_member", "bcache", "drbd", "ceph_bluestore", "vmfs_volume_member", "btrfs"}
+
+# --version style arguments per tool, and how to read the version from what it prints.
+# bonnie++ has no version option: any unknown option prints its usage, which ends in "Version: 2.00a".
+TOOL_VERSION_ARGS = {
+    "dd": ["--version"],
+    "fio": ["--version"],
+    "sysbench": ["--version"],
+    "bonnie++": ["--version"],
+    "ioping": ["-v"],
+    "smartctl": ["--version"],
+    "nvme": ["version"],
+}
+_TOOL_VERSION_PATTERNS = {
+    "bonnie++": re.compile(r"^Version:\s*(\S+)", re.MULTILINE),
+}
+_DOTTED_VERSION = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+[0-9A-Za-z.+~-]*)")
+
+
+class DiscoverError(ValueError):
+    """Input that cannot be read exactly: what was parsed, what was expected, the offending text."""
+
+    def __init__(self, source: str, expected: str, found: Optional[str] = None) -> None:
+        self.source = source
+        self.expected = expected
+        self.found = None if found is None else _quote(found)
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        text = "%s: expected %s" % (self.source, self.expected)
+        if self.found is not None:
+            text += "; found: '%s'" % self.found
+        return text
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _quote(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    out = "".join(char if char.isprintable() else "\\x%02x" % (ord(char) & 0xFF) for char in str(text))
+    return out if len(out) <= limit else out[:limit] + "..."
+
+
+# ---------------------------------------------------------------------------------------------------
+# Small value helpers
+# ---------------------------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> Optional[str]:
+    """A stripped string, None for null and blank values (lsblk pads vendor and model with spaces)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _as_int(value: Any, source: str, field: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise DiscoverError(source, "an integer for %s" % field, repr(value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*$", value):
+        return int(value)
+    raise DiscoverError(source, "an integer for %s" % field, repr(value))
+
+
+def _as_bool(value: Any, source: str, field: str) -> Optional[bool]:
+    """lsblk 2.33+ prints booleans as JSON true/false, older ones as "0"/"1"."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str) and value.strip() in ("0", "1"):
+        return value.strip() == "1"
+    raise DiscoverError(source, "a boolean for %s" % field, repr(value))
+
+
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        raise DiscoverError(source, "JSON (%s)" % error, first)
+
+
+def _unescape_octal(text: str) -> str:
+    r"""/proc/self/mountinfo, /proc/swaps and fstab escape space, tab, newline and backslash as \NNN."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
+
+
+def _unique(items: Iterable[Any]) -> List[Any]:
+    seen = []  # type: List[Any]
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------------
+# lsblk -J -b -O
+# ---------------------------------------------------------------------------------------------------
+
+# lsblk column -> key in our node, converter.
+_LSBLK_TEXT = {
+    "name": "name",
+    "path": "path",
+    "type": "type",
+    "model": "model",
+    "serial": "serial",
+    "wwn": "wwn",
+    "rev": "rev",
+    "vendor": "vendor",
+    "tran": "tran",
+    "sched": "scheduler",
+    "fstype": "fstype",
+    "pttype": "pttype",
+    "uuid": "uuid",
+    "label": "label",
+    "partuuid": "partuuid",
+    "partlabel": "partlabel",
+    "hctl": "hctl",
+    "subsystems": "subsystems",
+}
+_LSBLK_INT = {"size": "size_bytes", "log-sec": "logical_block_size", "phy-sec": "physical_block_size"}
+_LSBLK_BOOL = {"rota": "rotational", "rm": "removable", "ro": "read_only"}
+
+
+def _lsblk_node(raw: Any, where: str) -> Dict[str, Any]:
+    source = "lsblk JSON"
+    if not isinstance(raw, dict):
+        raise DiscoverError(source, "an object per block device at %s" % where, repr(raw))
+    kname = _text(raw.get("kname")) or _text(raw.get("name"))
+    if kname is None:
+        raise DiscoverError(source, "kname or name at %s (run lsblk with -O)" % where, repr(raw)[:200])
+    kname = kname.rsplit("/", 1)[-1]
+    maj_min = _text(raw.get("maj:min"))
+    if maj_min is None or not re.match(r"^[0-9]+:[0-9]+$", maj_min):
+        raise DiscoverError(source, "maj:min of %s (run lsblk with -O)" % kname, repr(raw.get("maj:min")))
+    if _text(raw.get("type")) is None:
+        raise DiscoverError(source, "type of %s (run lsblk with -O)" % kname)
+    node = {"kname": kname, "maj_min": maj_min}  # type: Dict[str, Any]
+    for column, key in _LSBLK_TEXT.items():
+        node[key] = _text(raw.get(column))
+    for column, key in _LSBLK_INT.items():
+        node[key] = _as_int(raw.get(column), source, "%s of %s" % (column, kname))
+    for column, key in _LSBLK_BOOL.items():
+        node[key] = _as_bool(raw.get(column), source, "%s of %s" % (column, kname))
+    node["path"] = node["path"] or "/dev/" + kname
+    mounts = raw.get("mountpoints")
+    if mounts is None:
+        mounts = [raw.get("mountpoint")]
+    if not isinstance(mounts, list):
+        raise DiscoverError(source, "a list of mountpoints for %s" % kname, repr(mounts))
+    node["mountpoints"] = [str(point) for point in mounts if point]
+    children = raw.get("children") or []
+    if not isinstance(children, list):
+        raise DiscoverError(source, "a list of children for %s" % kname, repr(children)[:200])
+    node["children"] = [_lsblk_node(child, "%s.children[%d]" % (kname, index)) for index, child in enumerate(children)]
+    return node
+
+
+def parse_lsblk(text: str) -> List[Dict[str, Any]]:
+    """The device tree of `lsblk -J -b -O`: top-level devices, each with its holders as children.
+
+    Keys per node: kname, name, path, type, maj_min, size_bytes, rotational, removable, read_only,
+    logical_block_size, physical_block_size, model, serial, wwn, rev, vendor, tran, scheduler, fstype,
+    pttype, uuid, label, partuuid, partlabel, hctl, subsystems, mountpoints (list, swap shown as
+    "[SWAP]"), children. Strings are stripped, blanks are None; old lsblk's "0"/"1" become booleans.
+    """
+    data = _load_json(text, "lsblk JSON")
+    if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
+        raise DiscoverError("lsblk JSON", 'an object with a "blockdevices" list', text.strip()[:200])
+    return [_lsblk_node(raw, "blockdevices[%d]" % index) for index, raw in enumerate(data["blockdevices"])]
+
+
+class Topology:
+    """The block-device graph of an lsblk tree.
+
+    lsblk prints a device once under each of its parents (an md array under both member partitions,
+    a multipath map under every path), so a node may have several parents. Physical disks are the
+    nodes without parents (disks, loop devices, ...).
+    """
+
+    def __init__(self, tree: Sequence[Dict[str, Any]]) -> None:
+        self.nodes = {}  # type: Dict[str, Dict[str, Any]]
+        self.parents = {}  # type: Dict[str, List[str]]
+        self.children = {}  # type: Dict[str, List[str]]
+        self._order = []  # type: List[str]
+        for node in tree:
+            self._add(node, None)
+        self.by_maj_min = {node["maj_min"]: kname for kname, node in self.nodes.items()}
+
+    def _add(self, node: Dict[str, Any], parent: Optional[str]) -> None:
+        kname = node["kname"]
+        if kname not in self.nodes:
+            self.nodes[kname] = {key: value for key, value in node.items() if key != "children"}
+            self.parents[kname] = []
+            self.children[kname] = []
+            self._order.append(kname)
+        else:
+            known = self.nodes[kname]["mountpoints"]
+            known.extend(point for point in node["mountpoints"] if point not in known)
+        if parent is not None:
+            if parent not in self.parents[kname]:
+                self.parents[kname].append(parent)
+            if kname not in self.children[parent]:
+                self.children[parent].append(kname)
+        for child in node["children"]:
+            self._add(child, kname)
+
+    @property
+    def roots(self) -> List[str]:
+        """Physical disks (nodes without parents), in lsblk order."""
+        return [kname for kname in self._order if not self.parents[kname]]
+
+    def is_root(self, kname: str) -> bool:
+        return kname in self.nodes and not self.parents[kname]
+
+    def descendants(self, kname: str) -> List[str]:
+        """Every device built on kname (partitions, dm, md, ...), breadth first, without kname."""
+        found = []  # type: List[str]
+        queue = list(self.children.get(kname, []))
+        while queue:
+            current = queue.pop(0)
+            if current in found or current == kname:
+                continue
+            found.append(current)
+            queue.extend(self.children.get(current, []))
+        return found
+
+    def subtree(self, kname: str) -> List[str]:
+        return [kname] + self.descendants(kname)
+
+    def physical_disks(self, kname: str) -> List[str]:
+        """The physical disks under kname, through partitions, LVM/dm, md and multipath; [kname] for a disk."""
+        if kname not in self.nodes:
+            return []
+        found = set()  # type: Set[str]
+        seen = set()  # type: Set[str]
+        queue = [kname]
+        while queue:
+            current = queue.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            parents = self.parents.get(current, [])
+            if not parents:
+                found.add(current)
+            queue.extend(parents)
+        return [root for root in self.roots if root in found]
+
+    def kname_for(self, maj_min: Optional[str]) -> Optional[str]:
+        return self.by_maj_min.get(maj_min) if maj_min else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# /proc/self/mountinfo, /proc/swaps, /etc/fstab
+# ---------------------------------------------------------------------------------------------------
+
+
+def parse_mountinfo(text: str) -> List[Dict[str, str]]:
+    """Mounts of /proc/self/mountinfo: mount_point, maj_min (of st_dev), root, fstype, source.
+
+    mountinfo rather than /proc/mounts: it names the device number of every mount, so a mount is tied
+    to its block device even when the source is a by-uuid link, a /dev/mapper name or a renamed node.
+    """
+    mounts = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split(" ")
+        if "-" not in fields[6:] or len(fields) < 10:
+            raise DiscoverError("/proc/self/mountinfo", "'ID PARENT MAJ:MIN ROOT MOUNT OPTS ... - FSTYPE SOURCE SUPEROPTS' "
+                                "on line %d" % lineno, line)
+        separator = fields.index("-", 6)
+        if len(fields) < separator + 3 or not re.match(r"^[0-9]+:[0-9]+$", fields[2]):
+            raise DiscoverError("/proc/self/mountinfo", "FSTYPE SOURCE after ' - ' and MAJ:MIN on line %d" % lineno, line)
+        mounts.append({
+            "mount_point": _unescape_octal(fields[4]),
+            "maj_min": fields[2],
+            "root": _unescape_octal(fields[3]),
+            "fstype": fields[separator + 1],
+            "source": _unescape_octal(fields[separator + 2]),
+        })
+    return mounts
+
+
+def parse_swaps(text: str) -> List[Dict[str, Any]]:
+    """Active swap areas of /proc/swaps: filename, type (partition or file), size_bytes, used_bytes, priority."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    if not lines[0].startswith("Filename"):
+        raise DiscoverError("/proc/swaps", "the header 'Filename Type Size Used Priority'", lines[0])
+    swaps = []
+    for line in lines[1:]:
+        fields = line.rsplit(None, 4)
+        if len(fields) != 5 or not all(re.match(r"^-?[0-9]+$", field) for field in fields[2:]):
+            raise DiscoverError("/proc/swaps", "'FILENAME TYPE SIZE USED PRIORITY' (sizes in KiB)", line)
+        swaps.append({
+            "filename": _unescape_octal(fields[0]),
+            "type": fields[1],
+            "size_bytes": int(fields[2]) * 1024,
+            "used_bytes": int(fields[3]) * 1024,
+            "priority": int(fields[4]),
+        })
+    return swaps
+
+
+def parse_fstab(text: str) -> List[Dict[str, str]]:
+    """Entries of /etc/fstab: spec, file, vfstype, options (comments and blank lines skipped)."""
+    entries = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        fields = stripped.split()
+        if len(fields) < 2:
+            raise DiscoverError("/etc/fstab", "at least 'SPEC FILE' on a line", line)
+        entries.append({
+            "spec": _unescape_octal(fields[0]),
+            "file": _unescape_octal(fields[1]),
+            "vfstype": fields[2] if len(fields) > 2 else "auto",
+            "options": fields[3] if len(fields) > 3 else "defaults",
+        })
+    return entries
+
+
+def fstab_spec(spec: str) -> Tuple[str, str]:
+    """What an fstab spec names: ('uuid'|'label'|'partuuid'|'partlabel', value), ('path', '/dev/...') or ('other', spec)."""
+    match = re.match(r"^(UUID|LABEL|PARTUUID|PARTLABEL)=(.*)$", spec)
+    if match:
+        value = match.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        return match.group(1).lower(), value
+    if spec.startswith("/"):
+        return "path", spec
+    return "other", spec
+
+
+# ---------------------------------------------------------------------------------------------------
+# blkid -p -o export, wipefs -n -J
+# ---------------------------------------------------------------------------------------------------
+
+
+def parse_blkid_export(text: str) -> Dict[str, str]:
+    """KEY=VALUE lines of `blkid -p -o export DEVICE` (empty output: no signature found)."""
+    values = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if "=" not in line:
+            raise DiscoverError("blkid -o export", "KEY=VALUE lines", line)
+        key, value = line.split("=", 1)
+        values[key.strip()] = re.sub(r"\\(.)", r"\1", value)
+    return values
+
+
+def parse_wipefs_json(text: str) -> List[Dict[str, Any]]:
+    """Signatures of `wipefs -n -J DEVICE`: device, offset (bytes), type, uuid, label."""
+    if not text.strip():
+        return []
+    data = _load_json(text, "wipefs JSON")
+    if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):
+        raise DiscoverError("wipefs JSON", 'an object with a "signatures" list', text.strip()[:200])
+    signatures = []
+    for raw in data["signatures"]:
+        if not isinstance(raw, dict) or _text(raw.get("type")) is None:
+            raise DiscoverError("wipefs JSON", "a signature object with a type", repr(raw)[:200])
+        offset = raw.get("offset")
+        if isinstance(offset, str):
+            try:
+                offset = int(offset, 0)
+            except ValueError:
+                raise DiscoverError("wipefs JSON", "a hexadecimal offset", offset)
+        signatures.append({
+            "device": _text(raw.get("device")),
+            "offset": _as_int(offset, "wipefs JSON", "offset"),
+            "type": _text(raw.get("type")),
+            "uuid": _text(raw.get("uuid")),
+            "label": _text(raw.get("label")),
+        })
+    return signatures
+
+
+def signature_kind(signature_type: str) -> str:
+    """partition_table, raid, lvm, swap, crypto, volume_member or filesystem (blkid's other types)."""
+    lowered = signature_type.lower()
+    if lowered in PARTITION_TABLE_TYPES:
+        return "partition_table"
+    if lowered.endswith("_raid_member"):
+        return "raid"
+    if lowered in LVM_TYPES:
+        return "lvm"
+    if lowered in SWAP_TYPES:
+        return "swap"
+    if lowered in CRYPTO_TYPES:
+        return "crypto"
+    if lowered in VOLUME_MEMBER_TYPES:
+        return "volume_member"
+    return "filesystem"
+
+
+def blkid_result(rc: int, stdout: str, stderr: str) -> Tuple[Dict[str, str], Optional[str]]:
+    """(values, error) of a `blkid -p -o export` run. blkid exits 2 both for "nothing found" (silent)
+    and for errors such as EPERM (with a message on stderr), so stderr decides."""
+    if rc == 0:
+        return parse_blkid_export(stdout), None
+    if rc == 2 and not stderr.strip() and not stdout.strip():
+        return {}, None
+    return {}, "blkid exit code %d: %s" % (rc, _quote(stderr.strip() or stdout.strip() or "(no output)"))
+
+
+def wipefs_result(rc: int, stdout: str, stderr: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """(signatures, error) of a `wipefs -n -J` run."""
+    if rc != 0:
+        return [], "wipefs exit code %d: %s" % (rc, _quote(stderr.strip() or stdout.strip() or "(no output)"))
+    try:
+        return parse_wipefs_json(stdout), None
+    except DiscoverError as error:
+        return [], str(error)
+
+
+# ---------------------------------------------------------------------------------------------------
+# smartctl -j -x, nvme smart-log -o json
+# ---------------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> Optional[int]:
+    """Integers as smartctl and nvme-cli print them: numbers, numeric strings ("1,234" included), {"value": n}."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        cleaned = value.replace(",", "").strip()
+        if re.match(r"^-?[0-9]+$", cleaned):
+            return int(cleaned)
+    return None
+
+
+def format_wwn(wwn: Any) -> Optional[str]:
+    """smartctl's {naa, oui, id} as the 0x-prefixed 16-digit form lsblk prints ('0x5002538e40a22954')."""
+    if not isinstance(wwn, dict):
+        return None
+    naa, oui, ident = _number(wwn.get("naa")), _number(wwn.get("oui")), _number(wwn.get("id"))
+    if naa is None or oui is None or ident is None:
+        return None
+    return "0x%01x%06x%09x" % (naa, oui, ident)
+
+
+_NVME_KEYS = (
+    ("critical_warning", ("critical_warning",)),
+    ("available_spare", ("available_spare", "avail_spare")),
+    ("available_spare_threshold", ("available_spare_threshold", "spare_thresh")),
+    ("percentage_used", ("percentage_used", "percent_used")),
+    ("media_errors", ("media_errors",)),
+    ("error_log_entries", ("num_err_log_entries",)),
+    ("unsafe_shutdowns", ("unsafe_shutdowns",)),
+    ("power_on_hours", ("power_on_hours",)),
+    ("power_cycles", ("power_cycles",)),
+    ("data_units_read", ("data_units_read",)),
+    ("data_units_written", ("data_units_written",)),
+)
+NVME_DATA_UNIT_BYTES = 512000  # NVMe data units are thousands of 512-byte units
+
+
+def _nvme_health(log: Dict[str, Any], temperature_c: Optional[int]) -> Dict[str, Any]:
+    health = {}  # type: Dict[str, Any]
+    for key, aliases in _NVME_KEYS:
+        health[key] = next((_number(log[alias]) for alias in aliases if alias in log), None)
+    health["temperature_c"] = temperature_c
+    for direction in ("read", "written"):
+        units = health["data_units_" + direction]
+        health["data_%s_bytes" % direction] = None if units is None else units * NVME_DATA_UNIT_BYTES
+    return health
+
+
+def _kelvin_to_celsius(value: Any) -> Optional[int]:
+    """nvme-cli prints the composite temperature in kelvin (a number, or text like '318 K' / '45 C')."""
+    if isinstance(value, str):
+        match = re.match(r"^\s*(-?[0-9]+)\s*(K|C|°C)?\s*$", value)
+        if not match:
+            return None
+        number = int(match.group(1))
+        return number if match.group(2) in ("C", "°C") else number - 273
+    number = _number(value)
+    return None if number is None else number - 273
+
+
+def parse_nvme_smart_log(text: str) -> Dict[str, Any]:
+    """Health summary of `nvme smart-log -o json` (nvme-cli 1.x and 2.x; critical_warning may be an object)."""
+    data = _load_json(text, "nvme smart-log JSON")
+    if not isinstance(data, dict) or "critical_warning" not in data:
+        raise DiscoverError("nvme smart-log JSON", "an object with critical_warning", text.strip()[:200])
+    health = _nvme_health(data, _kelvin_to_celsius(data.get("temperature")))
+    health["passed"] = health["critical_warning"] == 0 if health["critical_warning"] is not None else None
+    return health
+
+
+def nvme_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
+    """An nvme smart-log run as data: the health summary, or available false with nvme-cli's message."""
+    if rc == 0:
+        try:
+            health = parse_nvme_smart_log(stdout)
+        except DiscoverError as error:
+            return {"available": False, "exit_status": rc, "messages": [str(error)]}
+        health.update(available=True, exit_status=rc, messages=[])
+        return health
+    message = (stderr.strip() or stdout.strip() or "(no output)").splitlines()[0]
+    return {"available": False, "exit_status": rc, "messages": [_quote(message)]}
+
+
+def _ata_attributes(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    table = (data.get("ata_smart_attributes") or {}).get("table")
+    if not isinstance(table, list):
+        return None
+    summary = {name: None for name in ATA_ATTRIBUTES.values()}  # type: Dict[str, Any]
+    failing = []
+    for attribute in table:
+        if not isinstance(attribute, dict):
+            continue
+        ident = _number(attribute.get("id"))
+        if ident in ATA_ATTRIBUTES:
+            summary[ATA_ATTRIBUTES[ident]] = _number((attribute.get("raw") or {}).get("value"))
+        if attribute.get("when_failed") == "now":
+            failing.append("%s %s" % (ident, attribute.get("name")))
+    summary["failing_now"] = failing
+    return summary
+
+
+def _scsi_counters(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    log = data.get("scsi_error_counter_log")
+    if not isinstance(log, dict) and "scsi_grown_defect_list" not in data:
+        return None
+    log = log if isinstance(log, dict) else {}
+    return {
+        "grown_defects": _number(data.get("scsi_grown_defect_list")),
+        "read_uncorrected": _number((log.get("read") or {}).get("total_uncorrected_errors")),
+        "write_uncorrected": _number((log.get("write") or {}).get("total_uncorrected_errors")),
+    }
+
+
+def parse_smartctl(text: str) -> Dict[str, Any]:
+    """Identity and health summary of `smartctl -j -x DEVICE`.
+
+    smartctl exits non-zero and still prints JSON when the device has no SMART (virtio, loop: exit 1,
+    "Unable to detect device type") or cannot be opened (exit 2): that is returned as data with
+    available false, exit_status, exit_meanings and smartctl's messages. Only text that is not
+    smartctl JSON at all raises DiscoverError.
+    """
+    data = _load_json(text, "smartctl JSON")
+    if not isinstance(data, dict) or not isinstance(data.get("smartctl"), dict):
+        raise DiscoverError("smartctl JSON", 'an object with a "smartctl" section (smartctl 7.0+ with -j)',
+                            text.strip()[:200])
+    smartctl = data["smartctl"]
+    exit_status = _number(smartctl.get("exit_status"))
+    messages = []
+    for message in smartctl.get("messages") or []:
+        if isinstance(message, dict) and message.get("string"):
+            messages.append("%s: %s" % (message.get("severity", "information"), _quote(message["string"])))
+    device = data.get("device") if isinstance(data.get("device"), dict) else {}
+    nvme_log = data.get("nvme_smart_health_information_log")
+    attributes = _ata_attributes(data)
+    smart_status = data.get("smart_status") if isinstance(data.get("smart_status"), dict) else {}
+    passed = smart_status.get("passed") if isinstance(smart_status.get("passed"), bool) else None
+    available = bool(smart_status) or isinstance(nvme_log, dict) or attributes is not None
+    temperature = data.get("temperature") if isinstance(data.get("temperature"), dict) else {}
+    version = smartctl.get("version")
+    write_cache = data.get("write_cache") if isinstance(data.get("write_cache"), dict) else {}
+    summary = {
+        "available": available,
+        "passed": passed,
+        "exit_status": exit_status,
+        "exit_meanings": [meaning for bit, meaning in enumerate(SMARTCTL_EXIT_BITS)
+                          if exit_status is not None and exit_status & (1 << bit)],
+        "messages": messages,
+        "smartctl_version": ".".join(str(part) for part in version) if isinstance(version, list) else None,
+        "device_type": _text(device.get("type")),
+        "protocol": _text(device.get("protocol")),
+        "model": _text(data.get("model_name")) or _text(data.get("product")),
+        "vendor": _text(data.get("vendor")),
+        "serial": _text(data.get("serial_number")),
+        "wwn": format_wwn(data.get("wwn")),
+        "firmware": _text(data.get("firmware_version")) or _text(data.get("revision")),
+        "capacity_bytes": _number((data.get("user_capacity") or {}).get("bytes")),
+        "logical_block_size": _number(data.get("logical_block_size")),
+        "physical_block_size": _number(data.get("physical_block_size")),
+        "rotation_rate": _number(data.get("rotation_rate")),
+        "write_cache_enabled": write_cache.get("enabled") if isinstance(write_cache.get("enabled"), bool) else None,
+        "temperature_c": _number(temperature.get("current")),
+        "power_on_hours": _number((data.get("power_on_time") or {}).get("hours")),
+        "power_cycles": _number(data.get("power_cycle_count")),
+        "ata": attributes,
+        "nvme": _nvme_health(nvme_log, _number(nvme_log.get("temperature"))) if isinstance(nvme_log, dict) else None,
+        "scsi": _scsi_counters(data),
+    }
+    summary["health"] = smart_health(summary)
+    return summary
+
+
+def smart_health(summary: Dict[str, Any]) -> str:
+    """unavailable (no SMART data read), failed (smartctl says failing), passed, or unknown."""
+    if not summary.get("available"):
+        return "unavailable"
+    exit_status = summary.get("exit_status") or 0
+    if summary.get("passed") is False or exit_status & (1 << 3):
+        return "failed"
+    if summary.get("passed") is True:
+        return "passed"
+    return "unknown"
+
+
+def smartctl_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
+    """A smartctl run as data; unparseable output becomes available false with the parse error."""
+    try:
+        return parse_smartctl(stdout)
+    except DiscoverError as error:
+        detail = stderr.strip().splitlines()[0] if stderr.strip() else None
+        return {
+            "available": False, "passed": None, "health": "unavailable", "exit_status": rc,
+            "exit_meanings": [meaning for bit, meaning in enumerate(SMARTCTL_EXIT_BITS) if rc & (1 << bit)],
+            "messages": [str(error)] + ([_quote(detail)] if detail else []),
+        }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host: tools, memory, distribution, service manager, sysfs values
+# ---------------------------------------------------------------------------------------------------
+
+
+def parse_tool_version(tool: str, text: str) -> Optional[str]:
+    """Version from what TOOL_VERSION_ARGS prints: 'dd (coreutils) 9.1' -> '9.1', 'fio-3.33' -> '3.33',
+    bonnie++ usage '... Version: 2.00a' -> '2.00a', 'nvme version 2.3 (git 2.3)' -> '2.3'."""
+    pattern = _TOOL_VERSION_PATTERNS.get(tool)
+    if pattern is not None:
+        match = pattern.search(text)
+        return match.group(1) if match else None
+    for line in text.splitlines():
+        if line.strip():
+            match = _DOTTED_VERSION.search(line)
+            return match.group(1) if match else None
+    return None
+
+
+def parse_meminfo(text: str) -> Optional[int]:
+    """MemTotal of /proc/meminfo in bytes."""
+    match = re.search(r"^MemTotal:\s+([0-9]+)\s*kB\s*$", text, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def parse_os_release(text: str) -> Dict[str, Optional[str]]:
+    """id, version_id, name, pretty_name, version_codename of /etc/os-release."""
+    values = {}
+    for line in text.splitlines():
+        match = re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", line.strip())
+        if match:
+            value = match.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            values[match.group(1)] = value
+    return {key.lower(): values.get(key) for key in ("ID", "VERSION_ID", "NAME", "PRETTY_NAME", "VERSION_CODENAME")}
+
+
+def service_manager(pid1_comm: Optional[str], run_systemd_system: bool, openrc_present: bool,
+                    initd_present: bool) -> str:
+    """systemd, openrc, runit, s6, upstart, sysvinit or unknown, from PID 1 and the markers left by each.
+
+    /run/systemd/system exists only when systemd is PID 1 (sd_booted()); a PID 1 that is none of the
+    known managers (a container's init, a sandbox supervisor) with /etc/init.d present means services
+    are run through SysV scripts (what ansible.builtin.service falls back to).
+    """
+    comm = (pid1_comm or "").strip()
+    if run_systemd_system or comm == "systemd":
+        return "systemd"
+    if comm.startswith("runit"):
+        return "runit"
+    if comm.startswith("s6-svscan"):
+        return "s6"
+    if comm == "init" and openrc_present:
+        return "openrc"
+    if comm == "upstart":
+        return "upstart"
+    if comm == "init" or initd_present:
+        return "sysvinit"
+    return "unknown"
+
+
+def parse_scheduler(text: Optional[str]) -> Optional[str]:
+    """The active I/O scheduler of /sys/block/<dev>/queue/scheduler ('none [mq-deadline] kyber' -> 'mq-deadline')."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    if match:
+        return match.group(1)
+    words = text.split()
+    return words[0] if len(words) == 1 else None
+
+
+def transport(node: Dict[str, Any]) -> Optional[str]:
+    """nvme, sata, sas, usb, iscsi, fc, virtio, loop, memory, xen, mmc, ... for a physical disk."""
+    tran = node.get("tran")
+    if tran:
+        return tran.lower()
+    kname = node.get("kname") or ""
+    subsystems = (node.get("subsystems") or "").split(":")
+    if node.get("type") == "loop" or kname.startswith("loop"):
+        return "loop"
+    if kname.startswith("nvme") or "nvme" in subsystems:
+        return "nvme"
+    if "virtio" in subsystems or re.match(r"^vd[a-z]+$", kname):
+        return "virtio"
+    if kname.startswith(("zram", "ram")):
+        return "memory"
+    if kname.startswith("xvd") or "xen" in subsystems:
+        return "xen"
+    if kname.startswith("mmcblk") or "mmc" in subsystems:
+        return "mmc"
+    if "scsi" in subsystems:
+        return "scsi"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The host's view: mounts, swap, fstab and the boot disk tied to devices
+# ---------------------------------------------------------------------------------------------------
+
+BlockDev = Callable[[str], Optional[str]]
+
+
+def _mount_for_path(mounts: Sequence[Dict[str, str]], path: str) -> Optional[Dict[str, str]]:
+    """The mount holding an absolute, resolved path (the last of the longest matching mount points)."""
+    best = None
+    for mount in mounts:
+        point = mount["mount_point"]
+        if path == point or path.startswith(point.rstrip("/") + "/"):
+            if best is None or len(point) >= len(best["mount_point"]):
+                best = mount
+    return best
+
+
+class HostView:
+    """lsblk topology + mounts + swap + fstab: which device each mount, swap area and fstab line uses.
+
+    block_dev(path) returns "MAJ:MIN" of a block device node (st_rdev); None when path is no block
+    device (a regular file, tmpfs, a missing /dev/mapper name).
+    """
+
+    def __init__(self, topology: Topology, mounts: Sequence[Dict[str, str]], swaps: Sequence[Dict[str, Any]],
+                 fstab: Sequence[Dict[str, str]], block_dev: BlockDev) -> None:
+        self.topology = topology
+        self.mounts = list(mounts)
+        self.swaps = list(swaps)
+        self.fstab = list(fstab)
+        self._block_dev = block_dev
+        self.mount_points = {}  # type: Dict[str, List[str]]   kname -> mount points on that node
+        for mount in self.mounts:
+            kname = self.node_for_mount(mount)
+            if kname is not None:
+                points = self.mount_points.setdefault(kname, [])
+                if mount["mount_point"] not in points:
+                    points.append(mount["mount_point"])
+        self.swap_areas = {}  # type: Dict[str, List[str]]   kname -> swap filenames on that node
+        self.unresolved_swaps = []  # type: List[str]
+        for swap in self.swaps:
+            if swap["type"] == "file":
+                kname = self.node_for_file(swap["filename"])
+            else:
+                kname = self.topology.kname_for(self._block_dev(swap["filename"]))
+            if kname is None:
+                self.unresolved_swaps.append(swap["filename"])
+            else:
+                self.swap_areas.setdefault(kname, []).append(swap["filename"])
+        self.boot_disks = {}  # type: Dict[str, List[str]]   physical disk -> boot mount points on it
+        self.boot_unknown = []  # type: List[str]           boot mounts / swap whose disk is unknown
+        for point in BOOT_MOUNT_POINTS:
+            mount = next((m for m in reversed(self.mounts) if m["mount_point"] == point), None)
+            if mount is None:
+                continue
+            kname = self.node_for_mount(mount)
+            if kname is None:
+                self.boot_unknown.append("%s (%s %s)" % (point, mount["fstype"], mount["source"]))
+                continue
+            for disk in self.topology.physical_disks(kname):
+                self.boot_disks.setdefault(disk, []).append(point)
+        self.swap_disks = {}  # type: Dict[str, List[str]]   physical disk -> active swap areas on it
+        for kname, filenames in self.swap_areas.items():
+            for disk in self.topology.physical_disks(kname):
+                self.swap_disks.setdefault(disk, []).extend(filenames)
+        self.boot_unknown.extend("swap %s" % name for name in self.unresolved_swaps)
+
+    def node_for_mount(self, mount: Dict[str, str]) -> Optional[str]:
+        """The device of a mount: its MAJ:MIN, else (btrfs and other anonymous st_dev) its source device."""
+        kname = self.topology.kname_for(mount["maj_min"])
+        if kname is None and mount["source"].startswith("/"):
+            kname = self.topology.kname_for(self._block_dev(mount["source"]))
+        return kname
+
+    def node_for_file(self, path: str, maj_min: Optional[str] = None) -> Optional[str]:
+        """The block device holding a file or directory: by its st_dev (maj_min) when that is a block
+        device, else through the mount holding the path (path absolute and resolved)."""
+        kname = self.topology.kname_for(maj_min)
+        if kname is not None:
+            return kname
+        mount = _mount_for_path(self.mounts, path)
+        return self.node_for_mount(mount) if mount is not None else None
+
+    def fstab_entries_for(self, knames: Sequence[str], ids: Dict[str, Dict[str, Optional[str]]]) -> List[str]:
+        """fstab lines using any of knames, by device path or by UUID/LABEL/PARTUUID/PARTLABEL.
+
+        ids: kname -> {uuid, label, partuuid, partlabel}, from lsblk and probing."""
+        found = []
+        wanted = set(knames)
+        for entry in self.fstab:
+            kind, value = fstab_spec(entry["spec"])
+            hit = False
+            if kind == "path":
+                hit = self.topology.kname_for(self._block_dev(value)) in wanted
+            elif kind != "other":
+                hit = any(value and (ids.get(kname) or {}).get(kind) == value for kname in knames)
+            if hit:
+                found.append("%s %s %s" % (entry["spec"], entry["file"], entry["vfstype"]))
+        return found
+
+    def disk_usage(self, disk: str, probes: Dict[str, Dict[str, Any]],
+                   sysfs_holders: Optional[Dict[str, List[str]]] = None,
+                   exclusive_open: Optional[str] = None) -> Dict[str, Any]:
+        """Everything that uses a physical disk or anything built on it.
+
+        probes: kname -> {signatures: [..], ids: {uuid, label, partuuid, partlabel}, error: str|None}
+        (wipefs on the disk, blkid on what is built on it). sysfs_holders: kname -> names listed in
+        /sys/class/block/<kname>/holders (dm and md users the lsblk tree may not show).
+        exclusive_open: "ok" when the kernel granted a read-only O_EXCL open of the disk, the error
+        otherwise (EBUSY: mounted - in any mount namespace -, swap, held by dm/md), None when not tried."""
+        topology = self.topology
+        subtree = topology.subtree(disk)
+        mount_points = []
+        for kname in subtree:
+            points = list(self.mount_points.get(kname, []))
+            points.extend(point for point in topology.nodes[kname]["mountpoints"] if point.startswith("/"))
+            mount_points.extend("%s (%s)" % (point, kname) for point in _unique(points))
+        partitions = [kname for kname in topology.children.get(disk, []) if topology.nodes[kname]["type"] == "part"]
+        holders = [kname for kname in topology.descendants(disk) if topology.nodes[kname]["type"] != "part"]
+        for kname in subtree:
+            holders.extend(name for name in (sysfs_holders or {}).get(kname, []) if name not in holders)
+        signatures = []
+        ids = {}  # type: Dict[str, Dict[str, Optional[str]]]
+        errors = []
+        for kname in subtree:
+            node = topology.nodes[kname]
+            probe = probes.get(kname) or {}
+            ids[kname] = {key: node.get(key) for key in ("uuid", "label", "partuuid", "partlabel")}
+            for key, value in (probe.get("ids") or {}).items():
+                if value:
+                    ids[kname][key] = value
+            for signature in probe.get("signatures") or []:
+                signatures.append(dict(signature, device=kname, kind=signature_kind(signature["type"])))
+            for key in ("fstype", "pttype"):
+                value = node.get(key)
+                if value and not any(s["device"] == kname and s["type"].lower() == value.lower() for s in signatures):
+                    signatures.append({"device": kname, "offset": None, "type": value, "uuid": node.get("uuid"),
+                                       "label": node.get("label"), "kind": signature_kind(value)})
+            if probe.get("error"):
+                errors.append("%s: %s" % (kname, probe["error"]))
+            elif kname not in probes:
+                errors.append("%s: not probed" % kname)
+        swap = []
+        for kname in subtree:
+            swap.extend("%s (%s)" % (name, kname) for name in self.swap_areas.get(kname, []))
+        return {
+            "mount_points": _unique(mount_points),
+            "partitions": partitions,
+            "holders": holders,
+            "signatures": signatures,
+            "probe_errors": errors,
+            "swap": swap,
+            "fstab": self.fstab_entries_for(subtree, ids),
+            "boot": list(self.boot_disks.get(disk, [])),
+            "exclusive_open": exclusive_open,
+        }
+
+
+def disk_record(node: Dict[str, Any], sysfs: Dict[str, Optional[str]], smart: Optional[Dict[str, Any]],
+                nvme: Optional[Dict[str, Any]], usage: Dict[str, Any]) -> Dict[str, Any]:
+    """One physical disk as returned in diskproof_disks, from lsblk, sysfs, smartctl and nvme-cli.
+
+    Identity comes from lsblk first (udev or sysfs), then smartctl, then sysfs files, so the serial
+    and WWN shown are the ones the destructive allow-list is matched against. sysfs keys used:
+    scheduler, write_cache, rotational, read_only, removable, loop_backing_file, serial, wwid, model,
+    vendor, firmware_rev, rev (raw text of the files, None when absent).
+    """
+    smart_info = smart or {}
+    nvme_info = nvme or {}
+
+    def first(*values: Any) -> Any:
+        return next((value for value in values if value is not None), None)
+
+    def flag(text: Optional[str]) -> Optional[bool]:
+        return None if text is None or text.strip() not in ("0", "1") else text.strip() == "1"
+
+    if smart_info.get("available"):
+        health = smart_info.get("health")
+    elif nvme_info.get("available"):
+        health = "passed" if nvme_info.get("passed") else ("failed" if nvme_info.get("passed") is False else "unknown")
+    elif smart is None and nvme is None:
+        health = "not_checked"
+    else:
+        health = "unavailable"
+    return {
+        "name": node["kname"],
+        "path": node["path"],
+        "maj_min": node["maj_min"],
+        "type": node["type"],
+        "transport": transport(node),
+        "model": first(node.get("model"), smart_info.get("model"), _text(sysfs.get("model"))),
+        "vendor": first(node.get("vendor"), smart_info.get("vendor"), _text(sysfs.get("vendor"))),
+        "serial": first(node.get("serial"), smart_info.get("serial"), _text(sysfs.get("serial"))),
+        "wwn": first(node.get("wwn"), smart_info.get("wwn"), _text(sysfs.get("wwid"))),
+        "firmware": first(smart_info.get("firmware"), node.get("rev"), _text(sysfs.get("firmware_rev")),
+                          _text(sysfs.get("rev"))),
+        "size_bytes": first(node.get("size_bytes"), smart_info.get("capacity_bytes")),
+        "rotational": first(node.get("rotational"), flag(sysfs.get("rotational"))),
+        "removable": first(node.get("removable"), flag(sysfs.get("removable"))),
+        "read_only": first(node.get("read_only"), flag(sysfs.get("read_only"))),
+        "logical_block_size": first(node.get("logical_block_size"), smart_info.get("logical_block_size")),
+        "physical_block_size": first(node.get("physical_block_size"), smart_info.get("physical_block_size")),
+        "scheduler": first(parse_scheduler(sysfs.get("scheduler")), node.get("scheduler")),
+        "write_cache": _text(sysfs.get("write_cache")),
+        "write_cache_enabled": smart_info.get("write_cache_enabled"),
+        "loop_backing_file": _text(sysfs.get("loop_backing_file")),
+        "usage": usage,
+        "health": health,
+        "smart": smart,
+        "nvme_smart_log": nvme,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Selection and the destructive interlock
+# ---------------------------------------------------------------------------------------------------
+
+
+def normalize_wwn(value: Optional[str]) -> Optional[str]:
+    """'0x5002538E40A22954', 'naa.5002538e40a22954', 'wwn-0x5002…' -> '5002538e40a22954'."""
+    if not value:
+        return None
+    lowered = value.strip().lower()
+    for prefix in ("wwn-", "0x", "naa.", "eui.", "nvme."):
+        if lowered.startswith(prefix):
+            lowered = lowered[len(prefix):]
+        if lowered.startswith("0x"):
+            lowered = lowered[2:]
+    return lowered or None
+
+
+def allow_list_match(disk: Dict[str, Any], allow: Sequence[str]) -> Optional[str]:
+    """The allow-list entry naming this disk, or None.
+
+    An entry matches a disk's serial (case-insensitive, exact otherwise) or its WWN (any of the
+    0x / naa. / eui. spellings). Loop devices have neither: an entry 'loop:<backing file>' matches a
+    loop device whose backing file is exactly that path. Nothing else matches: not a kernel name, not
+    a /dev path (those change between boots and would let a stale list hit another disk).
+    """
+    serial = (disk.get("serial") or "").strip().casefold()
+    wwn = normalize_wwn(disk.get("wwn"))
+    backing = disk.get("loop_backing_file")
+    for entry in allow:
+        if not isinstance(entry, str) or not entry.strip():
+            continue
+        text = entry.strip()
+        if text.startswith("loop:"):
+            if backing and text[len("loop:"):] == backing:
+                return entry
+            continue
+        if serial and text.casefold() == serial:
+            return entry
+        if wwn and normalize_wwn(text) == wwn:
+            return entry
+    return None
+
+
+_TYPE_WORDS = {"part": "a partition", "lvm": "an LVM volume", "crypt": "a dm-crypt device", "mpath": "a multipath map",
+               "dm": "a device-mapper device", "md": "an md array"}
+
+
+def describe_type(device_type: Optional[str]) -> str:
+    """lsblk TYPE in words: 'part' -> 'a partition', 'raid1' -> 'an md array (raid1)'."""
+    if device_type is None:
+        return "a device"
+    if device_type.startswith("raid") or device_type == "linear":
+        return "an md array (%s)" % device_type
+    return _TYPE_WORDS.get(device_type, "a %s device" % device_type)
+
+
+def _refusal(code: str, message: str) -> Dict[str, str]:
+    return {"code": code, "message": message}
+
+
+def sort_refusals(refusals: List[Dict[str, str]]) -> List[Dict[str, str]]:
+    order = {code: index for index, code in enumerate(REFUSAL_CODES)}
+    return sorted(refusals, key=lambda refusal: order.get(refusal["code"], len(order)))
+
+
+def _names(items: Sequence[str]) -> str:
+    return ", ".join(items)
+
+
+def raw_write_refusals(target_kname: str, topology: Topology, disks: Sequence[Dict[str, Any]], destructive: bool,
+                       allow: Sequence[str], boot_unknown: Sequence[str]) -> List[Dict[str, str]]:
+    """Every reason the target may not be written, in REFUSAL_CODES order; [] grants raw_write.
+
+    disks: the records (describe_disk) of the physical disks under the target. raw_write needs
+    destructive true, a whole physical disk, every disk allow-listed by serial/WWN (or loop backing
+    file), and nothing on it: no mount, swap, fstab line, partition (table), holder, signature; the
+    kernel grants an exclusive open (when tried); not the boot disk; signatures probed without error;
+    not read-only; the boot disk known.
+    """
+    refusals = []
+    if not destructive:
+        refusals.append(_refusal("not_destructive", "diskproof_destructive is not true"))
+    node = topology.nodes.get(target_kname) or {}
+    if not topology.is_root(target_kname):
+        under = _names(topology.physical_disks(target_kname)) or "unknown disks"
+        refusals.append(_refusal("not_whole_disk", "%s is %s on %s, not a whole disk: raw writes go to whole disks "
+                                 "only" % (target_kname, describe_type(node.get("type")), under)))
+    if boot_unknown:
+        refusals.append(_refusal("boot_disk_unknown", "the disk holding %s could not be identified, so it cannot be "
+                                 "ruled out" % _names(boot_unknown)))
+    for disk in disks:
+        name = disk["name"]
+        usage = disk["usage"]
+        if allow_list_match(disk, allow) is None:
+            ident = []
+            for key, label in (("serial", "serial"), ("wwn", "WWN"), ("loop_backing_file", "loop backing file")):
+                if disk.get(key):
+                    ident.append("%s %s" % (label, disk[key]))
+            if ident:
+                message = "%s (%s) is not in diskproof_destructive_allow" % (name, ", ".join(ident))
+            else:
+                message = "%s has no serial, WWN or loop backing file to match diskproof_destructive_allow" % name
+            refusals.append(_refusal("not_allow_listed", message))
+        if usage["boot"]:
+            refusals.append(_refusal("boot_disk", "%s is the boot disk: it holds %s" % (name, _names(usage["boot"]))))
+        if usage["mount_points"]:
+            refusals.append(_refusal("mounted", "%s is mounted: %s" % (name, _names(usage["mount_points"]))))
+        if usage["swap"]:
+            refusals.append(_refusal("swap", "%s holds active swap: %s" % (name, _names(usage["swap"]))))
+        if usage["fstab"]:
+            refusals.append(_refusal("fstab", "%s is named in /etc/fstab: %s" % (name, "; ".join(usage["fstab"]))))
+        tables = ["%s partition table" % s["type"] for s in usage["signatures"] if s["kind"] == "partition_table"]
+        if usage["partitions"] or tables:
+            parts = tables + (["partitions %s" % _names(usage["partitions"])] if usage["partitions"] else [])
+            refusals.append(_refusal("partitioned", "%s is partitioned: %s" % (name, ", ".join(parts))))
+        if usage["holders"]:
+            refusals.append(_refusal("holders", "%s is in use by %s" % (name, _names(usage["holders"]))))
+        if usage.get("exclusive_open") not in (None, "ok"):
+            refusals.append(_refusal("busy", "%s: the kernel refuses an exclusive open (%s): something holds it, "
+                                     "possibly a mount in another mount namespace" % (name, usage["exclusive_open"])))
+        found = [s for s in usage["signatures"] if s["kind"] != "partition_table"]
+        if found:
+            described = []
+            for signature in found:
+                where = " at offset 0x%x" % signature["offset"] if signature.get("offset") is not None else ""
+                described.append("%s (%s) on %s%s" % (signature["type"], signature["kind"], signature["device"], where))
+            refusals.append(_refusal("signature", "%s carries signatures: %s" % (name, "; ".join(described))))
+        if usage["probe_errors"]:
+            refusals.append(_refusal("probe_failed", "%s: signatures could not be read, so the disk cannot be shown "
+                                     "to be unused: %s" % (name, "; ".join(usage["probe_errors"]))))
+        if disk.get("read_only"):
+            refusals.append(_refusal("read_only", "%s is read-only" % name))
+    return sort_refusals(refusals)
+
+
+def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[str, Dict[str, Any]]
+                      ) -> Tuple[List[str], Dict[str, str], List[str]]:
+    """(selected, skipped {disk: why}, problems) for select=all_data_disks.
+
+    Candidates are physical disks of lsblk type "disk": loop devices, ram/zram and optical drives are
+    never data disks. Never selected: the boot disk (/, /boot, /boot/efi, /efi on it), disks holding
+    active swap, removable and empty (size 0) disks, the paths of a multipath map, and disks matching
+    an exclude pattern (shell-style, against the kernel name, /dev path, serial or WWN). When the disk holding / or a swap area cannot be
+    identified nothing is selected and a problem says why.
+    """
+    selected = []  # type: List[str]
+    skipped = {}  # type: Dict[str, str]
+    topology = host.topology
+    problems = []
+    if host.boot_unknown:
+        problems.append("select all_data_disks: the disk holding %s could not be identified, so no disk is selected "
+                        "(it could be the boot disk)" % _names(host.boot_unknown))
+    for kname in topology.roots:
+        node = topology.nodes[kname]
+        ident = identities.get(kname) or {}
+        why = None
+        if node["type"] != "disk":
+            why = "type %s is never a data disk" % node["type"]
+        elif kname.startswith(("zram", "ram")):
+            why = "memory-backed"
+        elif kname in host.boot_disks:
+            why = "boot disk (%s)" % _names(host.boot_disks[kname])
+        elif kname in host.swap_disks:
+            why = "holds active swap (%s)" % _names(host.swap_disks[kname])
+        elif node.get("removable"):
+            why = "removable"
+        elif any(topology.nodes[child]["type"] == "mpath" for child in topology.children.get(kname, [])):
+            maps = [child for child in topology.children[kname] if topology.nodes[child]["type"] == "mpath"]
+            why = "a path of multipath map %s (name the map as a device target)" % _names(maps)
+        elif not node.get("size_bytes"):
+            why = "empty (size 0)"
+        else:
+            keys = [kname, node["path"], ident.get("serial"), ident.get("wwn")]
+            for pattern in exclude:
+                if any(key and fnmatch.fnmatchcase(key, pattern) for key in keys):
+                    why = "excluded by %r" % pattern
+                    break
+        if why is None and problems:
+            why = "boot disk unknown"
+        if why is None:
+            selected.append(kname)
+        else:
+            skipped[kname] = why
+    return selected, skipped, problems

@@ -1,0 +1,806 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: disk_facts
+short_description: Discover a host, resolve test targets to physical disks and decide what each target may do
+version_added: 0.1.0
+description:
+  - Does the whole discovery of a host in one call and only ever reads - C(lsblk -J -b -O), C(/proc/self/mountinfo),
+    C(/proc/swaps), C(/etc/fstab), C(/sys), C(smartctl -j -x), C(nvme smart-log -o json) (NVMe disks only),
+    C(wipefs -n -J) and C(blkid -p -o export). Every command runs without a shell, as an argument list, with
+    C(LANG=C LC_ALL=C).
+  - Host facts - memory, CPU count, kernel, distribution, service manager (from PID 1, no fact gathering needed) and
+    the versions of C(dd), C(fio), C(sysbench), C(bonnie++), C(ioping), C(smartctl) and C(nvme).
+  - Each target (a directory from O(targets), a block device from O(targets), or a disk picked by O(select))
+    resolves to the physical disk(s) under it, through partitions, LVM/device-mapper, md and multipath, using
+    the device tree C(lsblk) prints.
+  - Each physical disk is described - model, serial, WWN, firmware, transport, rotational, block sizes, size,
+    scheduler, write cache, what uses it (mounts, swap, fstab lines, partitions, holders, signatures, boot) and a
+    SMART/NVMe health summary. A device without SMART (virtio, loop; C(smartctl) exits 1 or 2 but still prints
+    JSON) is reported as data, with C(smartctl)'s exit status and messages, never as a failure.
+  - Each target gets a safety class - V(filesystem) (tests write a file in the directory), V(raw_read)
+    (read-only tests on the device) or V(raw_write) (destructive tests on the device). V(raw_write) is granted
+    only when O(destructive) is true, the disk is allow-listed in O(destructive_allow) and it is provably unused;
+    otherwise every reason is listed in the target's C(refusals) and in RV(refusals).
+author:
+  - diskproof maintainers (@diskproof)
+options:
+  targets:
+    description:
+      - What to test on this host, usually the inventory variable C(diskproof_targets).
+      - Each item names either a directory (O(targets[].path)) or a block device (O(targets[].device)).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description:
+          - Directory on the filesystem under test. Its safety class is V(filesystem).
+          - Resolved to the block device holding it (C(st_dev), or the source device of its mount for btrfs and
+            other filesystems with anonymous device numbers), then to the physical disks under that device.
+        type: path
+      device:
+        description:
+          - Block device to test - a whole disk, a partition, an LVM or md device, by any path that resolves to
+            the device node (V(/dev/sdb), V(/dev/disk/by-id/...), V(/dev/mapper/vg-lv)).
+        type: path
+      mode:
+        description:
+          - Safety class this target asks for. Defaults to V(filesystem) for O(targets[].path) and V(raw_read) for
+            O(targets[].device).
+          - V(raw_write) means destructive tests on the bare device. It is granted only under the destructive
+            interlock (see O(destructive)); when refused, the target keeps V(raw_read) as its class and every
+            reason is listed.
+          - V(filesystem) is only valid with O(targets[].path), V(raw_read) and V(raw_write) only with
+            O(targets[].device).
+        type: str
+        choices: [filesystem, raw_read, raw_write]
+  select:
+    description:
+      - V(all_data_disks) adds every data disk of the host as a target with the class O(select_mode).
+      - A data disk is a physical disk of C(lsblk) type C(disk) that does not hold C(/), C(/boot), C(/boot/efi),
+        C(/efi) or active swap (directly or through partitions, LVM or md), is not removable, not empty, not
+        memory-backed (C(ram), C(zram)), not a path of a multipath map and not matched by O(exclude). Loop devices are
+        never selected (every lab host sees every loop device of its machine).
+      - When the disk holding C(/) (or a swap area) cannot be identified, nothing is selected and the reason is
+        listed in RV(refusals).
+    type: str
+    choices: [none, all_data_disks]
+    default: none
+  select_mode:
+    description: Safety class asked for the disks picked by O(select).
+    type: str
+    choices: [raw_read, raw_write]
+    default: raw_read
+  exclude:
+    description:
+      - Disks O(select) must not pick - shell-style patterns matched against the kernel name (V(sdc), V(nvme*)),
+        the C(/dev) path, the serial or the WWN.
+    type: list
+    elements: str
+    default: []
+  destructive:
+    description:
+      - Allow destructive (V(raw_write)) tests at all, usually the inventory variable C(diskproof_destructive).
+      - V(raw_write) is granted for a target only when this is true B(and) every physical disk under it is
+        allow-listed in O(destructive_allow) B(and) the target is a whole physical disk with no mount, no swap, no
+        fstab line, no partition or partition table, no holder (LVM, md, device-mapper), no filesystem, RAID,
+        LVM, swap or other signature (C(wipefs -n), C(blkid -p)), its signatures could be read, the kernel grants a
+        read-only exclusive open (nothing holds it, not even a mount in another mount namespace), it is not
+        read-only and it is not the boot disk (and the boot disk is known).
+    type: bool
+    default: false
+  destructive_allow:
+    description:
+      - Disks that may be written, usually the inventory variable C(diskproof_destructive_allow).
+      - An entry matches a disk's serial (case-insensitive) or WWN (V(0x5002538e40a22954), V(naa.5002...),
+        V(eui....) spellings are equal), as shown in RV(ansible_facts.diskproof_disks).
+      - Loop devices have no serial or WWN - an entry V(loop:<backing file>) matches the loop device whose
+        backing file is exactly that path (lab and test disks). Kernel names and C(/dev) paths never match -
+        they change between boots.
+    type: list
+    elements: str
+    default: []
+  smart:
+    description:
+      - Run C(smartctl -j -x) on every described disk, and C(nvme smart-log -o json) on NVMe disks when C(nvme) is
+        installed. With V(false) the health summary is V(not_checked).
+    type: bool
+    default: true
+  fail_on_refusal:
+    description:
+      - Fail the task when a target did not get the class it asked for, a target does not exist, or O(select)
+        could not run safely. The message lists every reason; the facts are returned with the failure.
+      - With V(false) (the default, what the C(discover) role uses) the task succeeds and the reasons are in
+        RV(refusals) for the caller to assert on.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - The module only reads, so it runs the same in check mode.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+notes:
+  - Linux only - C(lsblk) (util-linux 2.33+ for C(-J -O)), C(/proc) and C(/sys) are required. C(wipefs), C(blkid),
+    C(smartctl) and C(nvme) are used when installed; without C(wipefs) or C(blkid) signatures cannot be read and
+    V(raw_write) is refused (C(probe_failed)).
+  - Run as root (C(become)) - C(smartctl), C(wipefs) and C(blkid -p) need to open the devices. As another user
+    they fail, which shows as no SMART data and C(probe_failed).
+  - Never writes. C(wipefs) runs with C(-n) (no-act), C(blkid) with C(-p -c /dev/null) (low-level probe, no
+    cache file), C(smartctl) with C(-x) (reads logs; it does not start self-tests).
+  - C(memory_bytes) is the kernel's MemTotal. Lab hosts share their machine's memory; the lab's declared figure is
+    the inventory variable C(diskproof_memory_bytes).
+seealso:
+  - name: diskproof discover role and the destructive interlock
+    description: The facts reference and every refusal reason, in C(docs/discover.md) of the collection.
+    link: https://github.com/diskproof/fleet/blob/main/docs/discover.md
+"""
+
+EXAMPLES = r"""
+- name: Discover the host and two targets (a directory and a raw device, read-only)
+  diskproof.fleet.disk_facts:
+    targets:
+      - path: /srv/diskproof/d0
+      - device: /dev/sdb
+  become: true
+
+- name: Every data disk for read-only tests, except the backup disk
+  diskproof.fleet.disk_facts:
+    select: all_data_disks
+    exclude:
+      - sdz
+      - "WD-WCC4E0123456"
+  become: true
+
+- name: Ask for destructive tests on one disk; fail listing every reason when it is refused
+  diskproof.fleet.disk_facts:
+    targets:
+      - device: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4
+        mode: raw_write
+    destructive: true
+    destructive_allow:
+      - "0x5000c500a1b2c3d4"
+    fail_on_refusal: true
+  become: true
+
+- name: Show the class each target got and the disks under it
+  ansible.builtin.debug:
+    msg: "{{ item.target }} -> {{ item.class }} on {{ item.disks | join(', ') }}"
+  loop: "{{ ansible_facts['diskproof_targets_resolved'] }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts set by the module.
+  returned: always
+  type: dict
+  contains:
+    diskproof_host:
+      description: The host.
+      returned: always
+      type: dict
+      contains:
+        hostname:
+          description: Kernel host name.
+          type: str
+          returned: always
+          sample: disc-n01
+        kernel:
+          description: Kernel release (C(uname -r)).
+          type: str
+          returned: always
+          sample: 6.18.44-fc-v509
+        architecture:
+          description: Machine hardware name (C(uname -m)).
+          type: str
+          returned: always
+          sample: x86_64
+        memory_bytes:
+          description: MemTotal of C(/proc/meminfo) in bytes; null when unreadable.
+          type: int
+          returned: always
+          sample: 25276518400
+        cpu_count:
+          description: CPUs in the system (C(os.cpu_count())).
+          type: int
+          returned: always
+          sample: 2
+        cpu_usable:
+          description: CPUs this process may run on (its affinity mask).
+          type: int
+          returned: always
+          sample: 2
+        distribution:
+          description: C(id), C(version_id), C(name), C(pretty_name), C(version_codename) of C(/etc/os-release).
+          type: dict
+          returned: always
+          sample: {id: debian, version_id: "12", name: Debian GNU/Linux, pretty_name: Debian GNU/Linux 12 (bookworm),
+                   version_codename: bookworm}
+        service_mgr:
+          description:
+            - V(systemd), V(openrc), V(runit), V(s6), V(upstart), V(sysvinit) or V(unknown), from PID 1's name and
+              C(/run/systemd/system). A PID 1 that is no known manager with C(/etc/init.d) present gives
+              V(sysvinit) - services are run through SysV scripts.
+          type: str
+          returned: always
+          sample: sysvinit
+        pid1:
+          description: Name of PID 1 (C(/proc/1/comm)); null when unreadable.
+          type: str
+          returned: always
+          sample: systemd
+        tools:
+          description:
+            - Per tool (C(dd), C(fio), C(sysbench), C(bonnie++), C(ioping), C(smartctl), C(nvme)) its C(path) and
+              C(version); both null when the tool is not installed, C(version) null when it could not be read.
+          type: dict
+          returned: always
+          sample: {dd: {path: /usr/bin/dd, version: "9.1"}, fio: {path: /usr/bin/fio, version: "3.33"},
+                   bonnie++: {path: /usr/sbin/bonnie++, version: 2.00a}, nvme: {path: null, version: null}}
+        boot_disks:
+          description: Physical disks holding C(/), C(/boot), C(/boot/efi) or C(/efi), each with the mount points it holds.
+          type: dict
+          returned: always
+          sample: {vda: ["/"]}
+        swap_disks:
+          description: Physical disks holding active swap, each with its swap areas.
+          type: dict
+          returned: always
+          sample: {sdb: [/dev/sdb2]}
+        boot_unknown:
+          description: Boot mounts or swap areas whose disk could not be identified (then nothing is raw_write).
+          type: list
+          elements: str
+          returned: always
+          sample: []
+        swaps:
+          description: Active swap areas of C(/proc/swaps) (C(filename), C(type), C(size_bytes), C(used_bytes), C(priority)).
+          type: list
+          elements: dict
+          returned: always
+          sample: []
+        selection:
+          description:
+            - What O(select) did - C(select), C(mode), C(selected) (kernel names), C(skipped) (kernel name to reason);
+              null when O(select=none).
+          type: dict
+          returned: always
+          sample: {select: all_data_disks, mode: raw_read, selected: [sdb, sdc], skipped: {sda: "boot disk (/, /boot)"}}
+    diskproof_disks:
+      description:
+        - The physical disks under the targets, keyed by kernel name. Sizes in bytes; null when unknown.
+      returned: always
+      type: dict
+      sample:
+        loop5:
+          name: loop5
+          path: /dev/loop5
+          maj_min: "7:5"
+          type: loop
+          transport: loop
+          model: null
+          vendor: null
+          serial: null
+          wwn: null
+          firmware: null
+          size_bytes: 1073741824
+          rotational: false
+          removable: false
+          read_only: false
+          logical_block_size: 512
+          physical_block_size: 512
+          scheduler: none
+          write_cache: write back
+          write_cache_enabled: null
+          loop_backing_file: /dev/shm/diskproof-lab-disc/images/disc-n01-d1.img
+          usage: {mount_points: [], partitions: [], holders: [], signatures: [], probe_errors: [], swap: [],
+                  fstab: [], boot: [], exclusive_open: null}
+          health: unavailable
+          smart: {available: false, health: unavailable, exit_status: 1,
+                  messages: ["error: /dev/loop5: Unable to detect device type"]}
+          nvme_smart_log: null
+      contains:
+        name:
+          description: Kernel name.
+          type: str
+          returned: always
+        transport:
+          description: V(nvme), V(sata), V(sas), V(usb), V(iscsi), V(fc), V(virtio), V(loop), V(memory), V(xen), V(mmc), V(scsi) or null.
+          type: str
+          returned: always
+        serial:
+          description: Serial number (lsblk, else smartctl, else sysfs) - what O(destructive_allow) matches.
+          type: str
+          returned: always
+        wwn:
+          description: World wide name (lsblk, else smartctl as C(0x...), else sysfs C(wwid)) - what O(destructive_allow) matches.
+          type: str
+          returned: always
+        firmware:
+          description: Firmware revision (smartctl, else lsblk C(rev), else sysfs).
+          type: str
+          returned: always
+        scheduler:
+          description: Active I/O scheduler of C(/sys/block/<disk>/queue/scheduler).
+          type: str
+          returned: always
+        write_cache:
+          description: The kernel's view, C(/sys/block/<disk>/queue/write_cache) (V(write back) or V(write through)).
+          type: str
+          returned: always
+        write_cache_enabled:
+          description: The device's own volatile write cache setting as smartctl reads it (ATA); null when unknown.
+          type: bool
+          returned: always
+        loop_backing_file:
+          description: Backing file of a loop device (what C(loop:) entries of O(destructive_allow) match); null otherwise.
+          type: str
+          returned: always
+        usage:
+          description:
+            - What uses the disk or anything built on it - C(mount_points) (V(/srv/data (sdb1))), C(partitions),
+              C(holders) (LVM, md, device-mapper users), C(signatures) (each C(device), C(offset), C(type), C(uuid),
+              C(label), C(kind) - V(partition_table), V(filesystem), V(raid), V(lvm), V(swap), V(crypto),
+              V(volume_member)), C(probe_errors) (signatures that could not be read), C(swap) (active swap areas),
+              C(fstab) (fstab lines naming it by path, UUID, LABEL, PARTUUID or PARTLABEL), C(boot) (the boot mount
+              points on it - C(/), C(/boot), C(/boot/efi), C(/efi)), C(exclusive_open) (V(ok) when the kernel
+              granted a read-only exclusive open, else the error - C(EBUSY) and its message while anything holds
+              the disk; null when not tried - it is tried only for disks under a V(raw_write) request).
+          type: dict
+          returned: always
+        health:
+          description:
+            - V(passed), V(failed) (smartctl says failing, or an NVMe critical warning), V(unknown) (SMART read
+              but no overall status), V(unavailable) (no SMART here, for example virtio or loop) or V(not_checked)
+              (O(smart=false) or smartctl not installed).
+          type: str
+          returned: always
+        smart:
+          description:
+            - Summary of C(smartctl -j -x) - C(available), C(health), C(passed), C(exit_status), C(exit_meanings),
+              C(messages), C(smartctl_version), C(device_type), C(protocol), C(model), C(vendor), C(serial), C(wwn),
+              C(firmware), C(capacity_bytes), C(logical_block_size), C(physical_block_size), C(rotation_rate),
+              C(write_cache_enabled), C(temperature_c), C(power_on_hours), C(power_cycles), C(ata) (reallocated,
+              pending, offline uncorrectable sectors, UDMA CRC errors, attributes failing now), C(nvme), C(scsi).
+            - Null when not run.
+          type: dict
+          returned: always
+        nvme_smart_log:
+          description:
+            - Summary of C(nvme smart-log -o json) for NVMe disks - C(available), C(passed), C(critical_warning),
+              C(temperature_c), C(available_spare), C(available_spare_threshold), C(percentage_used), C(media_errors),
+              C(error_log_entries), C(unsafe_shutdowns), C(power_on_hours), C(power_cycles), C(data_units_read),
+              C(data_units_written), C(data_read_bytes), C(data_written_bytes), C(exit_status), C(messages).
+            - Null for other disks or when C(nvme) is not installed.
+          type: dict
+          returned: always
+    diskproof_targets_resolved:
+      description: One entry per target, O(targets) first in order, then the disks O(select) picked.
+      returned: always
+      type: list
+      elements: dict
+      sample:
+        - target: {device: /dev/loop5}
+          kind: device
+          source: inventory
+          requested: raw_write
+          class: raw_read
+          granted: false
+          device: loop5
+          device_path: /dev/loop5
+          disks: [loop5]
+          refusals:
+            - {code: not_destructive, message: diskproof_destructive is not true}
+      contains:
+        target:
+          description: The target as given (C(path) or C(device)); for selected disks C(device) is the disk's C(/dev) path.
+          type: dict
+          returned: always
+        kind:
+          description: V(path) or V(device).
+          type: str
+          returned: always
+        source:
+          description: V(inventory) (from O(targets)) or V(select).
+          type: str
+          returned: always
+        requested:
+          description: The class asked for.
+          type: str
+          returned: always
+        class:
+          description:
+            - The class granted - V(filesystem), V(raw_read) or V(raw_write). A refused V(raw_write) keeps V(raw_read).
+              Null when the target is unusable (missing, not a directory, not a block device).
+          type: str
+          returned: always
+        granted:
+          description: Whether C(class) is what was requested.
+          type: bool
+          returned: always
+        device:
+          description: Kernel name of the block device holding the directory or named by the device path; null when unknown (tmpfs).
+          type: str
+          returned: always
+        device_path:
+          description: C(/dev) path of C(device).
+          type: str
+          returned: always
+        disks:
+          description: Kernel names of the physical disks under the target (keys of RV(ansible_facts.diskproof_disks)).
+          type: list
+          elements: str
+          returned: always
+        refusals:
+          description:
+            - Why the requested class was not granted, each C(code) and C(message), all of them. Codes - C(not_found),
+              C(not_directory), C(not_block_device), C(not_destructive), C(not_allow_listed), C(not_whole_disk),
+              C(boot_disk), C(boot_disk_unknown), C(mounted), C(swap), C(fstab), C(partitioned), C(holders),
+              C(busy), C(signature), C(probe_failed), C(read_only).
+          type: list
+          elements: dict
+          returned: always
+refusals:
+  description:
+    - Every refusal of every target as one line each (V(TARGET (requested CLASS\) CODE - MESSAGE)), plus problems of
+      O(select). Empty when every target got what it asked for.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "/dev/loop5 (requested raw_write) not_destructive: diskproof_destructive is not true"
+"""
+
+import errno
+import os
+import socket
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.diskproof.fleet.plugins.module_utils import _discover
+from ansible_collections.diskproof.fleet.plugins.module_utils._discover import DiscoverError
+
+LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
+SYS_CLASS_BLOCK = "/sys/class/block"
+DEFAULT_MODE = {"path": "filesystem", "device": "raw_read"}
+
+
+def read_text(path):
+    """Text of a file, None when it does not exist or cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def exclusive_open(path):
+    """'ok' when the kernel grants a read-only exclusive open of the device, else the error.
+
+    O_EXCL on a block device fails with EBUSY while anything holds it - a mount in any mount namespace,
+    swap, dm, md - which the mount tables of this namespace cannot show. Nothing is read or written."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_EXCL | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        return "%s: %s" % (errno.errorcode.get(error.errno, error.errno), error.strerror)
+    os.close(handle)
+    return "ok"
+
+
+def block_dev(path):
+    """'MAJ:MIN' of a block device node, None for anything else."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISBLK(info.st_mode):
+        return None
+    return "%d:%d" % (os.major(info.st_rdev), os.minor(info.st_rdev))
+
+
+class Discovery(object):
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.bins = {}
+
+    # -- commands ---------------------------------------------------------------------------------
+
+    def bin(self, name):
+        if name not in self.bins:
+            self.bins[name] = self.module.get_bin_path(name)
+        return self.bins[name]
+
+    def run(self, argv):
+        """(rc, stdout, stderr) of argv, no shell, C locale, text decoded leniently."""
+        rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False, encoding=None)
+        return rc, (out or b"").decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
+
+    # -- host -------------------------------------------------------------------------------------
+
+    def tools(self):
+        found = {}
+        for tool, args in _discover.TOOL_VERSION_ARGS.items():
+            path = self.bin(tool)
+            version = None
+            if path:
+                dummy, out, err = self.run([path] + args)
+                version = _discover.parse_tool_version(tool, out + "\n" + err if out.strip() else err)
+            found[tool] = {"path": path, "version": version}
+        return found
+
+    def host(self, view):
+        uname = os.uname()
+        try:
+            usable = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            usable = os.cpu_count()
+        pid1 = read_text("/proc/1/comm")
+        return {
+            "hostname": socket.gethostname(),
+            "kernel": uname.release,
+            "architecture": uname.machine,
+            "memory_bytes": _discover.parse_meminfo(read_text("/proc/meminfo") or ""),
+            "cpu_count": os.cpu_count(),
+            "cpu_usable": usable,
+            "distribution": _discover.parse_os_release(read_text("/etc/os-release") or read_text("/usr/lib/os-release")
+                                                       or ""),
+            "service_mgr": _discover.service_manager(pid1, os.path.isdir("/run/systemd/system"),
+                                                     os.path.exists("/sbin/openrc") or os.path.exists("/sbin/openrc-run"),
+                                                     os.path.isdir("/etc/init.d")),
+            "pid1": pid1.strip() if pid1 else None,
+            "tools": self.tools(),
+            "boot_disks": view.boot_disks,
+            "swap_disks": view.swap_disks,
+            "boot_unknown": view.boot_unknown,
+            "swaps": view.swaps,
+            "selection": None,
+        }
+
+    # -- the device tree and what uses it ---------------------------------------------------------
+
+    def parse(self, what, parser, text):
+        try:
+            return parser(text)
+        except DiscoverError as error:
+            self.module.fail_json(msg="cannot read %s: %s" % (what, error))
+
+    def view(self):
+        lsblk = self.bin("lsblk")
+        if lsblk is None:
+            self.module.fail_json(msg="lsblk (util-linux) is required and was not found in PATH or the sbin directories")
+        rc, out, err = self.run([lsblk, "-J", "-b", "-O"])
+        if rc != 0:
+            self.module.fail_json(msg="lsblk -J -b -O failed (exit code %d): %s" % (rc, (err or out).strip()))
+        topology = _discover.Topology(self.parse("lsblk -J -b -O output", _discover.parse_lsblk, out))
+        mountinfo = read_text("/proc/self/mountinfo")
+        if mountinfo is None:
+            self.module.fail_json(msg="cannot read /proc/self/mountinfo: mounts are needed to know what is in use")
+        mounts = self.parse("/proc/self/mountinfo", _discover.parse_mountinfo, mountinfo)
+        swaps_text = read_text("/proc/swaps")
+        if swaps_text is None and os.path.exists("/proc/swaps"):
+            self.module.fail_json(msg="cannot read /proc/swaps: active swap is needed to know what is in use")
+        swaps = self.parse("/proc/swaps", _discover.parse_swaps, swaps_text or "")
+        fstab = self.parse("/etc/fstab", _discover.parse_fstab, read_text("/etc/fstab") or "")
+        return _discover.HostView(topology, mounts, swaps, fstab, block_dev)
+
+    def sysfs(self, kname):
+        base = os.path.join(SYS_CLASS_BLOCK, kname)
+        files = {
+            "scheduler": "queue/scheduler", "write_cache": "queue/write_cache", "rotational": "queue/rotational",
+            "read_only": "ro", "removable": "removable", "loop_backing_file": "loop/backing_file",
+            "model": "device/model", "vendor": "device/vendor", "firmware_rev": "device/firmware_rev",
+            "rev": "device/rev",
+        }
+        values = {key: read_text(os.path.join(base, name)) for key, name in files.items()}
+        values["serial"] = read_text(os.path.join(base, "device", "serial")) or read_text(os.path.join(base, "serial"))
+        values["wwid"] = read_text(os.path.join(base, "device", "wwid")) or read_text(os.path.join(base, "wwid"))
+        return {key: value.strip() if value is not None else None for key, value in values.items()}
+
+    def holders(self, knames):
+        found = {}
+        for kname in knames:
+            try:
+                found[kname] = sorted(os.listdir(os.path.join(SYS_CLASS_BLOCK, kname, "holders")))
+            except OSError:
+                found[kname] = []
+        return found
+
+    def probes(self, topology, disk):
+        """wipefs -n on the disk (every signature, partition tables included); blkid -p on what is built on it."""
+        probes = {}
+        path = topology.nodes[disk]["path"]
+        wipefs = self.bin("wipefs")
+        if wipefs is None:
+            probes[disk] = {"signatures": [], "ids": {}, "error": "wipefs is not installed"}
+        else:
+            signatures, error = _discover.wipefs_result(*self.run([wipefs, "-n", "-J", path]))
+            first = signatures[0] if signatures else {}
+            probes[disk] = {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")},
+                            "error": error}
+        blkid = self.bin("blkid")
+        for kname in topology.descendants(disk):
+            if blkid is None:
+                probes[kname] = {"signatures": [], "ids": {}, "error": "blkid is not installed"}
+                continue
+            values, error = _discover.blkid_result(*self.run([blkid, "-p", "-c", "/dev/null", "-o", "export",
+                                                              topology.nodes[kname]["path"]]))
+            signatures = []
+            if values.get("TYPE"):
+                signatures.append({"device": kname, "offset": None, "type": values["TYPE"], "uuid": values.get("UUID"),
+                                   "label": values.get("LABEL")})
+            if values.get("PTTYPE"):
+                signatures.append({"device": kname, "offset": None, "type": values["PTTYPE"], "uuid": values.get("PTUUID"),
+                                   "label": None})
+            ids = {"uuid": values.get("UUID"), "label": values.get("LABEL"), "partuuid": values.get("PART_ENTRY_UUID"),
+                   "partlabel": values.get("PART_ENTRY_NAME")}
+            probes[kname] = {"signatures": signatures, "ids": ids, "error": error}
+        return probes
+
+    def health(self, node):
+        if not self.params["smart"]:
+            return None, None
+        smart = None
+        smartctl = self.bin("smartctl")
+        if smartctl is not None:
+            smart = _discover.smartctl_result(*self.run([smartctl, "-j", "-x", node["path"]]))
+        nvme = None
+        nvme_bin = self.bin("nvme")
+        if nvme_bin is not None and _discover.transport(node) == "nvme":
+            nvme = _discover.nvme_result(*self.run([nvme_bin, "smart-log", node["path"], "-o", "json"]))
+        return smart, nvme
+
+    def describe(self, view, disk, writable):
+        topology = view.topology
+        node = topology.nodes[disk]
+        usage = view.disk_usage(disk, self.probes(topology, disk), self.holders(topology.subtree(disk)),
+                                exclusive_open(node["path"]) if writable else None)
+        smart, nvme = self.health(node)
+        return _discover.disk_record(node, self.sysfs(disk), smart, nvme, usage)
+
+    # -- targets ----------------------------------------------------------------------------------
+
+    def resolve(self, view, spec, source):
+        kind = "path" if spec.get("path") else "device"
+        given = spec[kind]
+        requested = spec.get("mode") or DEFAULT_MODE[kind]
+        record = {"target": {kind: given}, "kind": kind, "source": source, "requested": requested, "class": None,
+                  "granted": False, "device": None, "device_path": None, "disks": [], "refusals": []}
+        topology = view.topology
+        try:
+            info = os.stat(given)
+        except OSError as error:
+            record["refusals"].append({"code": "not_found", "message": "%s: %s" % (given, error.strerror or error)})
+            return record
+        if kind == "path":
+            if not stat.S_ISDIR(info.st_mode):
+                record["refusals"].append({"code": "not_directory", "message": "%s is not a directory" % given})
+                return record
+            kname = view.node_for_file(os.path.realpath(given), "%d:%d" % (os.major(info.st_dev), os.minor(info.st_dev)))
+        else:
+            if not stat.S_ISBLK(info.st_mode):
+                record["refusals"].append({"code": "not_block_device", "message": "%s is not a block device" % given})
+                return record
+            kname = topology.kname_for("%d:%d" % (os.major(info.st_rdev), os.minor(info.st_rdev)))
+            if kname is None:
+                record["refusals"].append({"code": "not_found", "message": "%s is a block device lsblk does not list"
+                                           % given})
+                return record
+        if kname is not None:
+            record.update(device=kname, device_path=topology.nodes[kname]["path"], disks=topology.physical_disks(kname))
+        return record
+
+    def check_modes(self, targets):
+        for index, spec in enumerate(targets):
+            kind = "path" if spec.get("path") else "device"
+            mode = spec.get("mode")
+            if mode and (mode == "filesystem") != (kind == "path"):
+                self.module.fail_json(msg="targets[%d]: mode %s does not go with %s (path: filesystem; device: raw_read "
+                                          "or raw_write)" % (index, mode, kind))
+
+    def select(self, view, explicit):
+        topology = view.topology
+        identities = {}
+        for kname in topology.roots:
+            node = topology.nodes[kname]
+            values = self.sysfs(kname)
+            identities[kname] = {"serial": node.get("serial") or values.get("serial"),
+                                 "wwn": node.get("wwn") or values.get("wwid")}
+        selected, skipped, problems = _discover.select_data_disks(view, self.params["exclude"], identities)
+        for kname in list(selected):
+            if kname in explicit:
+                selected.remove(kname)
+                skipped[kname] = "already a target"
+        return selected, skipped, problems
+
+    def classify(self, view, record, disks):
+        if record["refusals"]:
+            return
+        if record["requested"] != "raw_write":
+            record.update({"class": record["requested"], "granted": True})
+            return
+        refusals = _discover.raw_write_refusals(record["device"], view.topology, [disks[name] for name in record["disks"]],
+                                                self.params["destructive"], self.params["destructive_allow"],
+                                                view.boot_unknown)
+        record["refusals"] = refusals
+        record.update({"class": "raw_read", "granted": False} if refusals else {"class": "raw_write", "granted": True})
+
+    def main(self):
+        params = self.params
+        self.check_modes(params["targets"])
+        view = self.view()
+        host = self.host(view)
+        targets = [self.resolve(view, spec, "inventory") for spec in params["targets"]]
+        problems = []
+        if params["select"] == "all_data_disks":
+            explicit = set(record["device"] for record in targets if record["kind"] == "device" and record["device"])
+            selected, skipped, problems = self.select(view, explicit)
+            host["selection"] = {"select": params["select"], "mode": params["select_mode"], "selected": selected,
+                                 "skipped": skipped}
+            for kname in selected:
+                targets.append(self.resolve(view, {"device": view.topology.nodes[kname]["path"],
+                                                   "mode": params["select_mode"]}, "select"))
+        writable = set(name for record in targets if record["requested"] == "raw_write" for name in record["disks"])
+        disks = {}
+        for record in targets:
+            for name in record["disks"]:
+                if name not in disks:
+                    disks[name] = self.describe(view, name, name in writable)
+        for record in targets:
+            self.classify(view, record, disks)
+        refusals = list(problems)
+        for record in targets:
+            label = record["target"].get("path") or record["target"].get("device")
+            refusals.extend("%s (requested %s) %s: %s" % (label, record["requested"], refusal["code"], refusal["message"])
+                            for refusal in record["refusals"])
+        facts = {"diskproof_host": host, "diskproof_disks": disks, "diskproof_targets_resolved": targets}
+        if refusals and params["fail_on_refusal"]:
+            self.module.fail_json(msg="%d refusal(s): %s" % (len(refusals), " | ".join(refusals)), refusals=refusals,
+                                  ansible_facts=facts)
+        self.module.exit_json(changed=False, refusals=refusals, ansible_facts=facts)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            targets=dict(
+                type="list", elements="dict", default=[],
+                options=dict(
+                    path=dict(type="path"),
+                    device=dict(type="path"),
+                    mode=dict(type="str", choices=["filesystem", "raw_read", "raw_write"]),
+                ),
+                mutually_exclusive=[("path", "device")],
+                required_one_of=[("path", "device")],
+            ),
+            select=dict(type="str", default="none", choices=["none", "all_data_disks"]),
+            select_mode=dict(type="str", default="raw_read", choices=["raw_read", "raw_write"]),
+            exclude=dict(type="list", elements="str", default=[]),
+            destructive=dict(type="bool", default=False),
+            destructive_allow=dict(type="list", elements="str", default=[]),
+            smart=dict(type="bool", default=True),
+            fail_on_refusal=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    Discovery(module).main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,791 @@
+"""_discover: parsers over real captured outputs, target resolution, selection and the refusal matrix.
+
+Fixtures are in tests/fixtures/discover/, each with a .src.md saying how and where it was captured.
+This kernel has neither device-mapper nor md, so the few LVM/md/multipath trees below are built by
+hand in lsblk's own layout (marked HAND-BUILT); everything else is real output.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.diskproof.fleet.plugins.module_utils import _discover
+from ansible_collections.diskproof.fleet.plugins.module_utils._discover import DiscoverError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "discover")
+# Reference smartctl outputs of other machines (SATA, SAS, NVMe, MegaRAID, failed open), kept outside the
+# project; the test that reads them is skipped where they are not present.
+REFERENCE_SMART = "/work/shared/reference-outputs/smart"
+
+# Device numbers of the captured devices (what os.stat gives for their /dev nodes at capture time).
+VM_BLOCK_DEVS = {
+    "/dev/vda": "254:0", "/dev/loop0": "7:0", "/dev/loop1": "7:1", "/dev/loop2": "7:2", "/dev/loop3": "7:3",
+    "/dev/loop4": "7:4", "/dev/loop2p1": "259:0", "/dev/loop2p2": "259:1", "/dev/zram0": "253:0",
+}
+LAB_BLOCK_DEVS = {"/dev/vda": "254:0", "/dev/loop3": "7:3", "/dev/loop7": "7:7", "/dev/loop8": "7:8"}
+ALLOW_CLEAN = ["loop:/dev/shm/dp-disc-cap/clean.img"]
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def vm_host(fstab_text="", swaps_text=None, mountinfo_text=None, block_devs=None):
+    topology = _discover.Topology(_discover.parse_lsblk(fixture("vm-states.lsblk.json")))
+    return _discover.HostView(
+        topology,
+        _discover.parse_mountinfo(mountinfo_text if mountinfo_text is not None else fixture("vm-states.mountinfo.txt")),
+        _discover.parse_swaps(swaps_text if swaps_text is not None else fixture("vm-states.swaps.txt")),
+        _discover.parse_fstab(fstab_text),
+        (block_devs or VM_BLOCK_DEVS).get,
+    )
+
+
+def lab_host():
+    topology = _discover.Topology(_discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
+    return _discover.HostView(topology, _discover.parse_mountinfo(fixture("lab-disc-n01.mountinfo.txt")),
+                              _discover.parse_swaps(fixture("lab-disc-n01.swaps.txt")), [], LAB_BLOCK_DEVS.get)
+
+
+def wipefs_probe(name, rc=0, stderr=""):
+    signatures, error = _discover.wipefs_result(rc, fixture(name) if rc == 0 else "", stderr)
+    first = signatures[0] if signatures else {}
+    return {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")}, "error": error}
+
+
+def blkid_probe(kname, name, rc=0):
+    values, error = _discover.blkid_result(rc, fixture(name), "")
+    signatures = [{"device": kname, "offset": None, "type": values["TYPE"], "uuid": values.get("UUID"),
+                   "label": values.get("LABEL")}] if values.get("TYPE") else []
+    ids = {"uuid": values.get("UUID"), "label": values.get("LABEL"), "partuuid": values.get("PART_ENTRY_UUID"),
+           "partlabel": values.get("PART_ENTRY_NAME")}
+    return {"signatures": signatures, "ids": ids, "error": error}
+
+
+# What the module's probes return for the captured devices: wipefs on each disk, blkid on the partitions.
+VM_PROBES = {
+    "loop0": ("loop-clean.wipefs.json", {}),
+    "loop1": ("loop-ext4.wipefs.json", {}),
+    "loop2": ("loop-dos-table.wipefs.json",
+              {"loop2p1": "loop-ext4-mounted-part.blkid.txt", "loop2p2": "loop-swap-part.blkid.txt"}),
+    "loop4": ("loop-ext4-mounted.wipefs.json", {}),
+}
+
+
+def vm_probes(disk):
+    if disk == "vda":
+        return {"vda": wipefs_probe("vda.wipefs.txt", rc=1, stderr=fixture("vda.wipefs.txt"))}
+    wipefs_name, parts = VM_PROBES[disk]
+    probes = {disk: wipefs_probe(wipefs_name)}
+    for kname, name in parts.items():
+        probes[kname] = blkid_probe(kname, name)
+    return probes
+
+
+def vm_disk(host, disk, sysfs=None, smart=None, probes=None):
+    backing = {"loop0": "clean.img", "loop1": "ext4.img", "loop2": "part.img", "loop4": "mnt.img"}.get(disk)
+    values = {"loop_backing_file": "/dev/shm/dp-disc-cap/" + backing if backing else None, "scheduler": "none"}
+    values.update(sysfs or {})
+    usage = host.disk_usage(disk, probes if probes is not None else vm_probes(disk))
+    return _discover.disk_record(host.topology.nodes[disk], values, smart, None, usage)
+
+
+def codes(refusals):
+    return [refusal["code"] for refusal in refusals]
+
+
+# ---------------------------------------------------------------------------------------------------
+# lsblk
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_lsblk_vm_tree_roots_children_and_values():
+    tree = _discover.parse_lsblk(fixture("vm-states.lsblk.json"))
+    assert [node["kname"] for node in tree] == ["loop0", "loop1", "loop2", "loop3", "loop4", "zram0", "vda"]
+    loop2 = tree[2]
+    assert [(child["kname"], child["maj_min"], child["mountpoints"]) for child in loop2["children"]] == [
+        ("loop2p1", "259:0", ["/tmp/dp-disc-cap/p1"]), ("loop2p2", "259:1", ["[SWAP]"])]
+    vda = tree[6]
+    assert {key: vda[key] for key in ("maj_min", "size_bytes", "rotational", "logical_block_size",
+                                      "physical_block_size", "scheduler", "subsystems", "vendor", "serial", "tran",
+                                      "mountpoints", "type", "path")} == {
+        "maj_min": "254:0", "size_bytes": 274877906944, "rotational": True, "logical_block_size": 512,
+        "physical_block_size": 4096, "scheduler": "mq-deadline", "subsystems": "block:virtio:pci", "vendor": "0x1af4",
+        "serial": None, "tran": None, "mountpoints": ["/run/netns", "/"], "type": "disk", "path": "/dev/vda"}
+    # No udev on the VM: lsblk knows no filesystem types; the signatures come from wipefs/blkid.
+    assert tree[1]["fstype"] is None and tree[4]["fstype"] is None
+
+
+def test_lsblk_lab_host_sees_its_mount_namespace():
+    tree = {node["kname"]: node for node in _discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json"))}
+    assert tree["loop3"]["mountpoints"] == ["/srv/diskproof/d0",
+                                            "/dev/shm/diskproof-lab-disc/hosts/disc-n01/srv/diskproof/d0"]
+    assert tree["loop7"]["mountpoints"] == [] and tree["loop7"]["size_bytes"] == 268435456
+
+
+def test_lsblk_older_output_with_string_flags_and_single_mountpoint():
+    """lsblk before 2.33 printed "0"/"1" and one "mountpoint"; derived from the real vda node."""
+    raw = json.loads(fixture("vm-states.lsblk.json"))["blockdevices"][6]
+    raw = dict(raw, rota="1", rm="0", ro="0", size=str(raw["size"]))
+    del raw["mountpoints"]
+    node = _discover.parse_lsblk(json.dumps({"blockdevices": [raw]}))[0]
+    assert (node["rotational"], node["removable"], node["read_only"]) == (True, False, False)
+    assert node["size_bytes"] == 274877906944 and node["mountpoints"] == ["/"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", "lsblk JSON: expected JSON"),
+    ("lsblk: unknown column", "lsblk JSON: expected JSON"),
+    ('{"devices": []}', 'a "blockdevices" list'),
+    ('{"blockdevices": [{"name": "sda", "type": "disk"}]}', "maj:min of sda (run lsblk with -O)"),
+    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0"}]}', "type of sda"),
+    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0", "type": "disk", "rota": "yes"}]}', "a boolean for rota of sda"),
+    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0", "type": "disk", "size": "1G"}]}', "an integer for size of sda"),
+    ('{"blockdevices": ["sda"]}', "an object per block device"),
+])
+def test_lsblk_errors_name_what_was_expected(text, expected):
+    with pytest.raises(DiscoverError) as caught:
+        _discover.parse_lsblk(text)
+    assert expected in str(caught.value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Topology: physical disks through partitions, LVM/dm, md, multipath
+# ---------------------------------------------------------------------------------------------------
+
+
+def node(name, maj_min, kind, children=(), mountpoints=(None,), **extra):
+    raw = {"name": name, "kname": name, "maj:min": maj_min, "type": kind, "mountpoints": list(mountpoints),
+           "children": list(children)}
+    raw.update(extra)
+    return raw
+
+
+# HAND-BUILT (no dm/md in this kernel): root LV on md0 (raid1 over sda1 + sdb1), /boot on sda2/sdb2 md1,
+# a data disk sdc, sdd with a swap partition, sde removable, sdf with a serial to exclude, two paths
+# (sdg, sdh) of one multipath map. lsblk prints a device under each of its parents, as here.
+def server_tree():
+    def md0():
+        return node("md0", "9:0", "raid1", children=[node("dm-0", "253:0", "lvm", mountpoints=["/"])])
+
+    def md1():
+        return node("md1", "9:1", "raid1", mountpoints=["/boot"])
+
+    def mpath():
+        return node("dm-1", "253:1", "mpath")
+
+    return {"blockdevices": [
+        node("sda", "8:0", "disk", size=480103981056, serial="S1", children=[
+            node("sda1", "8:1", "part", children=[md0()]), node("sda2", "8:2", "part", children=[md1()])]),
+        node("sdb", "8:16", "disk", size=480103981056, serial="S2", children=[
+            node("sdb1", "8:17", "part", children=[md0()]), node("sdb2", "8:18", "part", children=[md1()])]),
+        node("sdc", "8:32", "disk", size=4000787030016, serial="DATA1", wwn="0x5000c500a1b2c3d4"),
+        node("sdd", "8:48", "disk", size=4000787030016, serial="DATA2", children=[
+            node("sdd1", "8:49", "part", mountpoints=["[SWAP]"])]),
+        node("sde", "8:64", "disk", size=16008609792, rm=True),
+        node("sdf", "8:80", "disk", size=4000787030016, serial="WD-BACKUP-01"),
+        node("sdg", "8:96", "disk", size=2000398934016, children=[mpath()]),
+        node("sdh", "8:112", "disk", size=2000398934016, children=[mpath()]),
+        node("sr0", "11:0", "rom", size=1073741312, rm=True),
+    ]}
+
+
+SERVER_MOUNTINFO = (
+    "22 1 253:0 / / rw,relatime - ext4 /dev/mapper/vg0-root rw\n"
+    "23 22 9:1 / /boot rw,relatime - ext4 /dev/md1 rw\n"
+)
+SERVER_SWAPS = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sdd1 partition\t8388604\t\t0\t\t-2\n"
+SERVER_DEVS = {"/dev/mapper/vg0-root": "253:0", "/dev/md1": "9:1", "/dev/sdd1": "8:49"}
+
+
+def server_host(mountinfo=SERVER_MOUNTINFO, swaps=SERVER_SWAPS):
+    topology = _discover.Topology(_discover.parse_lsblk(json.dumps(server_tree())))
+    return _discover.HostView(topology, _discover.parse_mountinfo(mountinfo), _discover.parse_swaps(swaps), [],
+                              SERVER_DEVS.get)
+
+
+@pytest.mark.parametrize(("kname", "disks"), [
+    ("dm-0", ["sda", "sdb"]),     # LV on md raid1 on two partitions
+    ("md0", ["sda", "sdb"]),
+    ("sda1", ["sda"]),
+    ("sdc", ["sdc"]),
+    ("dm-1", ["sdg", "sdh"]),     # multipath map over two paths
+    ("nope", []),
+])
+def test_physical_disks_through_partitions_lvm_md_and_multipath(kname, disks):
+    assert server_host().topology.physical_disks(kname) == disks
+
+
+def test_physical_disks_of_real_partition_and_descendants():
+    topology = vm_host().topology
+    assert topology.physical_disks("loop2p1") == ["loop2"]
+    assert topology.descendants("loop2") == ["loop2p1", "loop2p2"]
+    assert topology.roots == ["loop0", "loop1", "loop2", "loop3", "loop4", "zram0", "vda"]
+
+
+def test_node_listed_under_two_parents_is_one_node_with_both_parents():
+    topology = server_host().topology
+    assert topology.parents["md0"] == ["sda1", "sdb1"]
+    assert topology.descendants("sda") == ["sda1", "sda2", "md0", "md1", "dm-0"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# /proc/self/mountinfo, /proc/swaps, /etc/fstab
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_mountinfo_vm_fixture():
+    mounts = {mount["mount_point"]: mount for mount in _discover.parse_mountinfo(fixture("vm-states.mountinfo.txt"))}
+    assert mounts["/"] == {"mount_point": "/", "maj_min": "254:0", "root": "/", "fstype": "ext4", "source": "/dev/vda"}
+    assert mounts["/tmp/dp-disc-cap/p1"]["maj_min"] == "259:0"
+    assert mounts["/run/netns"]["root"] == "/run/netns"
+
+
+def test_mountinfo_lab_fixture_with_optional_fields():
+    mounts = {mount["mount_point"]: mount for mount in _discover.parse_mountinfo(fixture("lab-disc-n01.mountinfo.txt"))}
+    assert mounts["/srv/diskproof/d0"]["maj_min"] == "7:3"
+    assert mounts["/srv/diskproof/d0"]["source"] == "/dev/loop3"
+    assert mounts["/srv"]["fstype"] == "tmpfs"
+
+
+def test_mountinfo_octal_escapes_and_errors():
+    line = r"40 27 8:17 / /srv/my\040data rw,relatime shared:5 - ext4 /dev/sdb1 rw"
+    assert _discover.parse_mountinfo(line)[0]["mount_point"] == "/srv/my data"
+    with pytest.raises(DiscoverError) as caught:
+        _discover.parse_mountinfo("40 27 8:17 / /srv rw")
+    assert "/proc/self/mountinfo" in str(caught.value) and "line 1" in str(caught.value)
+
+
+def test_swaps_fixtures_and_errors():
+    assert _discover.parse_swaps(fixture("vm-states.swaps.txt")) == [
+        {"filename": "/dev/loop2p2", "type": "partition", "size_bytes": 32501760, "used_bytes": 32501760,
+         "priority": -2}]
+    assert _discover.parse_swaps(fixture("lab-disc-n01.swaps.txt")) == []
+    assert _discover.parse_swaps("") == []
+    assert _discover.parse_swaps("Filename Type Size Used Priority\n/swap\\040file file 1024 0 -3\n")[0]["filename"] \
+        == "/swap file"
+    with pytest.raises(DiscoverError):
+        _discover.parse_swaps("/dev/sda2 partition 1 0 -2\n")
+    with pytest.raises(DiscoverError):
+        _discover.parse_swaps("Filename Type Size Used Priority\n/dev/sda2 partition big 0 -2\n")
+
+
+FSTAB = """# /etc/fstab: static file system information.
+UUID=520f938e-c205-4857-92f0-787e39468302 /data ext4 defaults 0 2
+LABEL="dpdata"  /srv/data ext4 noauto 0 0
+PARTUUID=872bb48c-02 none swap sw 0 0
+/dev/loop4 /mnt/four ext4 defaults
+tmpfs /tmp tmpfs defaults 0 0
+server:/export /nfs nfs defaults 0 0
+"""
+
+
+def test_fstab_fixture_and_entries():
+    assert _discover.parse_fstab(fixture("vm-etc.fstab.txt")) == []
+    entries = _discover.parse_fstab(FSTAB)
+    assert [entry["file"] for entry in entries] == ["/data", "/srv/data", "none", "/mnt/four", "/tmp", "/nfs"]
+    assert entries[3]["vfstype"] == "ext4" and entries[3]["options"] == "defaults"
+    with pytest.raises(DiscoverError):
+        _discover.parse_fstab("/dev/sda1\n")
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("UUID=520f938e-c205-4857-92f0-787e39468302", ("uuid", "520f938e-c205-4857-92f0-787e39468302")),
+    ('LABEL="dpdata"', ("label", "dpdata")),
+    ("PARTUUID=872bb48c-01", ("partuuid", "872bb48c-01")),
+    ("PARTLABEL=data", ("partlabel", "data")),
+    ("/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1", ("path", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1")),
+    ("tmpfs", ("other", "tmpfs")),
+    ("server:/export", ("other", "server:/export")),
+])
+def test_fstab_spec(spec, expected):
+    assert _discover.fstab_spec(spec) == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# blkid, wipefs
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "rc", "stderr", "values", "error"), [
+    ("loop-clean.blkid.txt", 2, "", {}, None),
+    ("loop-ext4.blkid.txt", 0, "", {"TYPE": "ext4", "UUID": "520f938e-c205-4857-92f0-787e39468302",
+                                    "USAGE": "filesystem"}, None),
+    ("loop-dos-table.blkid.txt", 0, "", {"PTTYPE": "dos", "PTUUID": "872bb48c"}, None),
+    ("loop-ext4-mounted-part.blkid.txt", 0, "", {"TYPE": "ext4", "LABEL": "dpdata", "PART_ENTRY_UUID": "872bb48c-01",
+                                                 "PART_ENTRY_DISK": "7:2"}, None),
+    ("loop-swap-part.blkid.txt", 0, "", {"TYPE": "swap", "LABEL": "dpswap", "PART_ENTRY_UUID": "872bb48c-02"}, None),
+    # exit 2 is also "nothing found": only the message on stderr tells the failure apart
+    ("vda.blkid.txt", 2, "blkid: error: /dev/vda: Operation not permitted", {},
+     "blkid exit code 2: blkid: error: /dev/vda: Operation not permitted"),
+])
+def test_blkid_result(name, rc, stderr, values, error):
+    text = fixture(name)
+    found, problem = _discover.blkid_result(rc, "" if stderr else text, stderr)
+    assert {key: found[key] for key in values} == values
+    assert problem == error
+
+
+@pytest.mark.parametrize(("name", "signatures"), [
+    ("loop-clean.wipefs.json", []),
+    ("loop-ext4.wipefs.json", [{"device": "loop1", "offset": 1080, "type": "ext4",
+                                "uuid": "520f938e-c205-4857-92f0-787e39468302", "label": None}]),
+    ("loop-ext4-mounted.wipefs.json", [{"device": "loop4", "offset": 1080, "type": "ext4",
+                                        "uuid": "604770e4-8508-4efd-92ab-463e04f99bb7", "label": None}]),
+    ("loop-dos-table.wipefs.json", [{"device": "loop2", "offset": 510, "type": "dos", "uuid": None, "label": None}]),
+    ("lab-disc-n01-d0.wipefs.json", [{"device": "loop3", "offset": 1080, "type": "ext4",
+                                      "uuid": "a77f097e-6fa5-4337-99a0-8e7b0d1ecc59", "label": None}]),
+    ("lab-disc-n01-d1.wipefs.json", []),
+])
+def test_wipefs_fixtures(name, signatures):
+    assert _discover.wipefs_result(0, fixture(name), "") == (signatures, None)
+
+
+def test_wipefs_failure_and_bad_output_are_probe_errors():
+    assert _discover.wipefs_result(1, "", fixture("vda.wipefs.txt")) == (
+        [], "wipefs exit code 1: wipefs: error: /dev/vda: probing initialization failed: Operation not permitted")
+    signatures, error = _discover.wipefs_result(0, "DEVICE OFFSET TYPE UUID LABEL\nloop1 0x438 ext4", "")
+    assert signatures == [] and "wipefs JSON: expected JSON" in error
+
+
+@pytest.mark.parametrize(("kind", "expected"), [
+    ("dos", "partition_table"), ("gpt", "partition_table"), ("PMBR", "partition_table"),
+    ("ext4", "filesystem"), ("xfs", "filesystem"), ("linux_raid_member", "raid"), ("isw_raid_member", "raid"),
+    ("LVM2_member", "lvm"), ("swap", "swap"), ("crypto_LUKS", "crypto"), ("zfs_member", "volume_member"),
+])
+def test_signature_kind(kind, expected):
+    assert _discover.signature_kind(kind) == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# smartctl, nvme-cli
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "exit_status", "message", "bits"), [
+    ("vda.smartctl-x.json", 1, "error: /dev/vda: Unable to detect device type", [0]),
+    ("loop.smartctl-x.json", 1, "error: /dev/loop0: Unable to detect device type", [0]),
+    ("vda.smartctl-x-d-sat.json", 2, "error: Smartctl open device: /dev/vda [SAT] failed: Operation not permitted", [1]),
+])
+def test_no_smart_here_is_data_not_an_error(name, exit_status, message, bits):
+    summary = _discover.parse_smartctl(fixture(name))
+    assert summary["available"] is False and summary["health"] == "unavailable" and summary["passed"] is None
+    assert summary["exit_status"] == exit_status and summary["messages"] == [message]
+    assert summary["exit_meanings"] == [_discover.SMARTCTL_EXIT_BITS[bit] for bit in bits]
+    assert summary["smartctl_version"] == "7.3" and summary["serial"] is None
+    assert _discover.smartctl_result(exit_status, fixture(name), "") == summary
+
+
+def test_smartctl_output_that_is_not_json_becomes_unavailable():
+    result = _discover.smartctl_result(127, "", "smartctl: not found\n")
+    assert result["available"] is False and result["health"] == "unavailable"
+    assert result["exit_status"] == 127 and "smartctl JSON: expected JSON" in result["messages"][0]
+    with pytest.raises(DiscoverError):
+        _discover.parse_smartctl('{"json_format_version": [1, 0]}')
+
+
+# Expected figures from each reference's .src.md (smartctl 6.7-7.1 on other machines).
+REFERENCE_EXPECTED = {
+    "scrutiny-smart-ata-full.json": dict(available=True, health="passed", exit_status=0, model="Samsung SSD 860 EVO 500GB",
+                                         serial="S3YZNB0KB00864E", firmware="RVT02B6Q", wwn="0x5002538e40a22954",
+                                         capacity_bytes=500107862016, temperature_c=36, power_on_hours=14551,
+                                         power_cycles=13, write_cache_enabled=True, rotation_rate=0),
+    "scrutiny-smart-fail.json": dict(available=False, health="unavailable", exit_status=2, model=None, serial=None,
+                                     temperature_c=None),
+    "scrutiny-smart-megaraid0.json": dict(available=True, health="passed", exit_status=4, model="WD4000FYYX",
+                                          firmware="00.0D1K4", capacity_bytes=4000787030016, temperature_c=36,
+                                          power_on_hours=37787, power_cycles=70, rotation_rate=7200),
+    "scrutiny-smart-nvme-failed.json": dict(available=True, health="passed", exit_status=0, firmware="2B2QEXE7",
+                                            capacity_bytes=500107862016, temperature_c=35, power_on_hours=12798),
+    "scrutiny-smart-scsi2.json": dict(available=True, health="passed", exit_status=0, vendor="SEAGATE",
+                                      model="SEAGATE ST1200MM0088", firmware="N004", capacity_bytes=1200243695616,
+                                      temperature_c=31, power_on_hours=5675),
+}
+
+
+@pytest.mark.skipif(not os.path.isdir(REFERENCE_SMART), reason="reference smartctl outputs not on this machine")
+@pytest.mark.parametrize("name", sorted(REFERENCE_EXPECTED))
+def test_smartctl_reference_outputs(name):
+    with open(os.path.join(REFERENCE_SMART, name)) as handle:
+        summary = _discover.parse_smartctl(handle.read())
+    assert {key: summary[key] for key in REFERENCE_EXPECTED[name]} == REFERENCE_EXPECTED[name]
+    if name == "scrutiny-smart-ata-full.json":
+        assert summary["ata"] == {"reallocated_sectors": 0, "pending_sectors": None, "offline_uncorrectable": None,
+                                  "udma_crc_errors": 0, "failing_now": []}
+    if name == "scrutiny-smart-megaraid0.json":
+        assert summary["ata"]["pending_sectors"] == 0 and summary["messages"] == [
+            "warning: Warning: This result is based on an Attribute check."]
+    if name == "scrutiny-smart-nvme-failed.json":
+        assert {key: summary["nvme"][key] for key in ("critical_warning", "percentage_used", "media_errors",
+                                                      "available_spare", "data_written_bytes")} == {
+            "critical_warning": 0, "percentage_used": 3, "media_errors": 7, "available_spare": 99,
+            "data_written_bytes": 65602088 * 512000}
+    if name == "scrutiny-smart-scsi2.json":
+        assert summary["scsi"] == {"grown_defects": 0, "read_uncorrected": 0, "write_uncorrected": 0}
+
+
+def test_nvme_cli_failure_on_this_vm_is_data():
+    assert _discover.nvme_result(1, "", fixture("loop.nvme-smart-log.txt")) == {
+        "available": False, "exit_status": 1, "messages": ["smart log: Invalid argument"]}
+
+
+# The two layouts of `nvme smart-log -o json`: nvme-cli up to 2.10 prints critical_warning as a number,
+# 2.11 as an object with the bits spelled out; temperature is in kelvin in both.
+@pytest.mark.parametrize(("log", "expected"), [
+    ({"critical_warning": 0, "temperature": 310, "avail_spare": 100, "spare_thresh": 10, "percent_used": 2,
+      "data_units_written": 36754, "media_errors": 0, "num_err_log_entries": 4, "power_on_hours": 215},
+     {"critical_warning": 0, "temperature_c": 37, "available_spare": 100, "available_spare_threshold": 10,
+      "percentage_used": 2, "data_written_bytes": 36754 * 512000, "media_errors": 0, "error_log_entries": 4,
+      "power_on_hours": 215, "passed": True}),
+    ({"critical_warning": {"value": 4, "available_spare": 0, "reliability_degraded": 1}, "temperature": 324,
+      "avail_spare": 100, "percent_used": 30, "media_errors": "3"},
+     {"critical_warning": 4, "temperature_c": 51, "percentage_used": 30, "media_errors": 3, "passed": False}),
+])
+def test_nvme_smart_log_layouts(log, expected):
+    health = _discover.nvme_result(0, json.dumps(log), "")
+    assert health["available"] is True
+    assert {key: health[key] for key in expected} == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host facts
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tool", "text", "version"), [
+    # first lines as printed on the project VM (LC_ALL=C)
+    ("dd", "dd (coreutils) 9.1\nCopyright (C) 2022 Free Software Foundation, Inc.\n", "9.1"),
+    ("fio", "fio-3.33\n", "3.33"),
+    ("sysbench", "sysbench 1.0.20\n", "1.0.20"),
+    ("ioping", "ioping 1.3\n", "1.3"),
+    ("smartctl", "smartctl 7.3 2022-02-28 r5338 [x86_64-linux-6.18.44-fc-v509] (local build)\n", "7.3"),
+    ("nvme", "nvme version 2.3 (git 2.3)\nlibnvme version 1.3 (git 1.3)\n", "2.3"),
+    ("bonnie++", "bonnie++: unrecognized option '--version'\nusage:\nbonnie++ [-d scratch-dir] [-c concurrency]\n\n"
+                 "Version: 2.00a\n", "2.00a"),
+    ("bonnie++", "usage: bonnie++\n", None),
+    ("dd", "", None),
+])
+def test_tool_versions(tool, text, version):
+    assert _discover.parse_tool_version(tool, text) == version
+
+
+def test_meminfo_and_os_release():
+    assert _discover.parse_meminfo("MemTotal:       24684100 kB\nMemFree:        22751000 kB\n") == 24684100 * 1024
+    assert _discover.parse_meminfo("") is None
+    release = _discover.parse_os_release('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
+                                         'VERSION_ID="12"\nVERSION_CODENAME=bookworm\nID=debian\n')
+    assert release == {"id": "debian", "version_id": "12", "name": "Debian GNU/Linux",
+                       "pretty_name": "Debian GNU/Linux 12 (bookworm)", "version_codename": "bookworm"}
+
+
+@pytest.mark.parametrize(("comm", "run_systemd", "openrc", "initd", "expected"), [
+    ("systemd\n", True, False, True, "systemd"),
+    ("init", True, False, True, "systemd"),          # /run/systemd/system: systemd booted (init symlink)
+    ("init", False, True, True, "openrc"),
+    ("init", False, False, True, "sysvinit"),
+    ("runit", False, False, False, "runit"),
+    ("s6-svscan", False, False, False, "s6"),
+    ("process_api", False, False, True, "sysvinit"),  # this VM: an unknown PID 1, SysV scripts in /etc/init.d
+    ("tini", False, False, False, "unknown"),
+    (None, False, False, False, "unknown"),
+])
+def test_service_manager(comm, run_systemd, openrc, initd, expected):
+    assert _discover.service_manager(comm, run_systemd, openrc, initd) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("none [mq-deadline] kyber bfq \n", "mq-deadline"), ("[none] mq-deadline\n", "none"), ("none\n", "none"),
+    ("", None), (None, None),
+])
+def test_scheduler(text, expected):
+    assert _discover.parse_scheduler(text) == expected
+
+
+def test_transport_of_real_and_typical_nodes():
+    nodes = vm_host().topology.nodes
+    assert [_discover.transport(nodes[name]) for name in ("vda", "loop0", "zram0")] == ["virtio", "loop", "memory"]
+    assert _discover.transport({"kname": "sda", "tran": "SATA"}) == "sata"
+    assert _discover.transport({"kname": "nvme0n1", "tran": None, "subsystems": "block:nvme:pci"}) == "nvme"
+    assert _discover.transport({"kname": "sdz", "tran": None, "subsystems": "block:scsi:pci"}) == "scsi"
+
+
+# ---------------------------------------------------------------------------------------------------
+# HostView: mounts, swap, fstab and the boot disk
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_vm_boot_swap_and_mounts():
+    host = vm_host()
+    assert host.boot_disks == {"vda": ["/"]}
+    assert host.swap_disks == {"loop2": ["/dev/loop2p2"]}
+    assert host.boot_unknown == []
+    assert host.mount_points["loop4"] == ["/tmp/dp-disc-cap/mnt"]
+    assert host.mount_points["vda"] == ["/", "/run/netns"]
+
+
+def test_lab_boot_disk_and_target_directory():
+    host = lab_host()
+    assert host.boot_disks == {"vda": ["/"]} and host.swap_disks == {}
+    assert host.node_for_file("/srv/diskproof/d0", "7:3") == "loop3"
+    # /srv itself is a tmpfs bind: no disk
+    assert host.node_for_file("/srv", "0:27") is None
+
+
+def test_directory_with_anonymous_device_number_resolves_through_its_mount():
+    """btrfs and overlay report st_dev 0:N; the mount's source device is used instead."""
+    host = vm_host()
+    assert host.node_for_file("/tmp/dp-disc-cap/mnt/sub/dir", "0:99") == "loop4"
+    assert host.node_for_file("/tmp/elsewhere", "0:99") == "vda"
+
+
+def test_boot_disk_through_lvm_and_md_and_swap_on_a_partition():
+    host = server_host()
+    assert host.boot_disks == {"sda": ["/", "/boot"], "sdb": ["/", "/boot"]}
+    assert host.swap_disks == {"sdd": ["/dev/sdd1"]}
+
+
+def test_unidentifiable_root_is_reported():
+    host = server_host(mountinfo="22 1 0:31 / / rw - overlay overlay rw\n", swaps="")
+    assert host.boot_unknown == ["/ (overlay overlay)"]
+    host = server_host(swaps="Filename Type Size Used Priority\n/dev/gone partition 1024 0 -2\n")
+    assert host.boot_unknown == ["swap /dev/gone"]
+
+
+def test_fstab_matches_by_uuid_label_partuuid_and_path():
+    host = vm_host(fstab_text=FSTAB)
+    assert vm_disk(host, "loop1")["usage"]["fstab"] == ["UUID=520f938e-c205-4857-92f0-787e39468302 /data ext4"]
+    assert vm_disk(host, "loop2")["usage"]["fstab"] == ['LABEL="dpdata" /srv/data ext4', "PARTUUID=872bb48c-02 none swap"]
+    assert vm_disk(host, "loop4")["usage"]["fstab"] == ["/dev/loop4 /mnt/four ext4"]
+    assert vm_disk(host, "loop0")["usage"]["fstab"] == []
+
+
+def test_disk_usage_of_the_partitioned_disk():
+    usage = vm_disk(vm_host(), "loop2")["usage"]
+    assert usage["mount_points"] == ["/tmp/dp-disc-cap/p1 (loop2p1)"]
+    assert usage["partitions"] == ["loop2p1", "loop2p2"]
+    assert usage["swap"] == ["/dev/loop2p2 (loop2p2)"]
+    assert [(s["device"], s["type"], s["kind"]) for s in usage["signatures"]] == [
+        ("loop2", "dos", "partition_table"), ("loop2p1", "ext4", "filesystem"), ("loop2p2", "swap", "swap")]
+    assert usage["holders"] == [] and usage["probe_errors"] == [] and usage["boot"] == []
+
+
+def test_disk_usage_holders_from_tree_and_sysfs():
+    host = server_host()
+    usage = host.disk_usage("sda", {name: {"signatures": [], "ids": {}, "error": None}
+                                    for name in host.topology.subtree("sda")}, {"sda": ["dm-9"]})
+    assert usage["holders"] == ["md0", "md1", "dm-0", "dm-9"]
+    assert usage["mount_points"] == ["/boot (md1)", "/ (dm-0)"]
+    assert usage["boot"] == ["/", "/boot"]
+
+
+def test_unprobed_descendant_is_a_probe_error():
+    host = vm_host()
+    usage = host.disk_usage("loop2", {"loop2": wipefs_probe("loop-dos-table.wipefs.json")})
+    assert usage["probe_errors"] == ["loop2p1: not probed", "loop2p2: not probed"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# disk_record
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_disk_record_of_the_vm_disk():
+    host = vm_host()
+    smart = _discover.parse_smartctl(fixture("vda.smartctl-x.json"))
+    sysfs = {"serial": "overlayblk", "write_cache": "write back", "rotational": "1",
+             "scheduler": "none [mq-deadline] kyber bfq"}
+    record = vm_disk(host, "vda", sysfs=sysfs, smart=smart)
+    assert {key: record[key] for key in ("name", "path", "transport", "serial", "wwn", "model", "rotational",
+                                         "logical_block_size", "physical_block_size", "size_bytes", "scheduler",
+                                         "write_cache", "write_cache_enabled", "health")} == {
+        "name": "vda", "path": "/dev/vda", "transport": "virtio", "serial": "overlayblk", "wwn": None, "model": None,
+        "rotational": True, "logical_block_size": 512, "physical_block_size": 4096, "size_bytes": 274877906944,
+        "scheduler": "mq-deadline", "write_cache": "write back", "write_cache_enabled": None, "health": "unavailable"}
+    assert record["usage"]["boot"] == ["/"]
+    assert record["usage"]["probe_errors"] == [
+        "vda: wipefs exit code 1: wipefs: error: /dev/vda: probing initialization failed: Operation not permitted"]
+
+
+@pytest.mark.parametrize(("smart", "nvme", "health"), [
+    (None, None, "not_checked"),
+    ({"available": False, "health": "unavailable"}, None, "unavailable"),
+    ({"available": True, "health": "failed"}, None, "failed"),
+    ({"available": False, "health": "unavailable"}, {"available": True, "passed": False}, "failed"),
+    (None, {"available": True, "passed": True}, "passed"),
+])
+def test_disk_record_health(smart, nvme, health):
+    node = vm_host().topology.nodes["loop0"]
+    assert _discover.disk_record(node, {}, smart, nvme, {})["health"] == health
+
+
+def test_disk_record_identity_priority_lsblk_then_smartctl_then_sysfs():
+    node = dict(vm_host().topology.nodes["loop0"], serial=None, wwn="0x5000c500a1b2c3d4", model=None, rev="SN03")
+    smart = {"serial": "ZA1234", "wwn": "0x5000c500ffffffff", "model": "ST4000NM0035", "firmware": "TN05"}
+    record = _discover.disk_record(node, {"serial": "sysfs-serial", "model": "sysfs-model"}, smart, None, {})
+    assert (record["serial"], record["wwn"], record["model"], record["firmware"]) == (
+        "ZA1234", "0x5000c500a1b2c3d4", "ST4000NM0035", "TN05")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The destructive interlock: allow list and the refusal matrix
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("disk", "allow", "match"), [
+    ({"serial": "ZA1234AB"}, ["za1234ab"], "za1234ab"),
+    ({"serial": "ZA1234AB"}, ["ZA1234A"], None),
+    ({"wwn": "0x5000c500a1b2c3d4"}, ["naa.5000C500A1B2C3D4"], "naa.5000C500A1B2C3D4"),
+    ({"wwn": "0x5000c500a1b2c3d4"}, ["5000c500a1b2c3d4"], "5000c500a1b2c3d4"),
+    ({"wwn": "eui.0025388b91b2e6d1"}, ["eui.0025388B91B2E6D1"], "eui.0025388B91B2E6D1"),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["loop:/dev/shm/x/d1.img"], "loop:/dev/shm/x/d1.img"),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["loop:/dev/shm/x/d1"], None),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["/dev/shm/x/d1.img", "/dev/loop5", "loop5"], None),
+    # kernel names, /dev paths and blank entries never match; a disk without identity never matches
+    ({"name": "sdb", "path": "/dev/sdb", "serial": "S1"}, ["sdb", "/dev/sdb", "", "  "], None),
+    ({"serial": None, "wwn": None}, ["", "loop:"], None),
+    # a loop: entry never matches a real disk, whatever its serial
+    ({"serial": "loop:/dev/shm/x/d1.img"}, ["loop:/dev/shm/x/d1.img"], None),
+])
+def test_allow_list_match(disk, allow, match):
+    assert _discover.allow_list_match(disk, allow) == match
+
+
+@pytest.mark.parametrize(("target", "destructive", "allow", "expected"), [
+    # the acceptance matrix, on real captured states
+    ("loop0", True, ALLOW_CLEAN, []),                                                   # clean, allowed: granted
+    ("loop0", False, ALLOW_CLEAN, ["not_destructive"]),                                 # diskproof_destructive unset
+    ("loop0", True, [], ["not_allow_listed"]),                                          # not allow-listed
+    ("loop1", True, ["loop:/dev/shm/dp-disc-cap/ext4.img"], ["signature"]),             # ext4 signature
+    ("loop4", True, ["loop:/dev/shm/dp-disc-cap/mnt.img"], ["mounted", "signature"]),   # mounted
+    ("loop2", True, ["loop:/dev/shm/dp-disc-cap/part.img"],                             # partitioned (+ in use)
+     ["mounted", "swap", "partitioned", "signature"]),
+    # every reason at once
+    ("loop2", False, [], ["not_destructive", "not_allow_listed", "mounted", "swap", "partitioned", "signature"]),
+    ("loop2p1", True, ["loop:/dev/shm/dp-disc-cap/part.img"],
+     ["not_whole_disk", "mounted", "swap", "partitioned", "signature"]),
+    ("vda", True, ["overlayblk"], ["boot_disk", "mounted", "probe_failed"]),
+])
+def test_refusal_matrix_on_captured_states(target, destructive, allow, expected):
+    host = vm_host()
+    disks = [vm_disk(host, name, sysfs={"serial": "overlayblk"} if name == "vda" else None)
+             for name in host.topology.physical_disks(target)]
+    refusals = _discover.raw_write_refusals(target, host.topology, disks, destructive, allow, host.boot_unknown)
+    assert codes(refusals) == expected
+
+
+def test_refusal_messages_name_the_evidence():
+    host = vm_host(fstab_text=FSTAB)
+    refusals = _discover.raw_write_refusals("loop2p1", host.topology, [vm_disk(host, "loop2")], False, [],
+                                            host.boot_unknown)
+    assert {refusal["code"]: refusal["message"] for refusal in refusals} == {
+        "not_destructive": "diskproof_destructive is not true",
+        "not_allow_listed": "loop2 (loop backing file /dev/shm/dp-disc-cap/part.img) is not in "
+                            "diskproof_destructive_allow",
+        "not_whole_disk": "loop2p1 is a partition on loop2, not a whole disk: raw writes go to whole disks only",
+        "mounted": "loop2 is mounted: /tmp/dp-disc-cap/p1 (loop2p1)",
+        "swap": "loop2 holds active swap: /dev/loop2p2 (loop2p2)",
+        "fstab": 'loop2 is named in /etc/fstab: LABEL="dpdata" /srv/data ext4; PARTUUID=872bb48c-02 none swap',
+        "partitioned": "loop2 is partitioned: dos partition table, partitions loop2p1, loop2p2",
+        "signature": "loop2 carries signatures: ext4 (filesystem) on loop2p1; swap (swap) on loop2p2",
+    }
+
+
+def test_refusals_for_holders_read_only_unknown_boot_and_missing_identity():
+    host = server_host(mountinfo="22 1 0:31 / / rw - overlay overlay rw\n", swaps="")
+    probes = {name: {"signatures": [], "ids": {}, "error": None} for name in host.topology.subtree("sdg")}
+    disk = _discover.disk_record(host.topology.nodes["sdg"], {"read_only": "1"}, None, None,
+                                 host.disk_usage("sdg", probes))
+    disk["read_only"] = True
+    refusals = _discover.raw_write_refusals("sdg", host.topology, [disk], True, ["S1"], host.boot_unknown)
+    assert codes(refusals) == ["not_allow_listed", "boot_disk_unknown", "holders", "read_only"]
+    assert refusals[0]["message"] == "sdg has no serial, WWN or loop backing file to match diskproof_destructive_allow"
+    assert refusals[1]["message"] == ("the disk holding / (overlay overlay) could not be identified, so it cannot "
+                                      "be ruled out")
+    assert refusals[2]["message"] == "sdg is in use by dm-1"
+
+
+@pytest.mark.parametrize(("exclusive", "expected"), [
+    (None, []), ("ok", []), ("EBUSY: Device or resource busy", ["busy"]),
+])
+def test_exclusive_open_refusal(exclusive, expected):
+    """A mount in another mount namespace shows nowhere but in the kernel refusing O_EXCL (EBUSY)."""
+    host = vm_host()
+    usage = host.disk_usage("loop0", vm_probes("loop0"), {}, exclusive)
+    disk = _discover.disk_record(host.topology.nodes["loop0"], {"loop_backing_file": "/dev/shm/dp-disc-cap/clean.img"},
+                                 None, None, usage)
+    refusals = _discover.raw_write_refusals("loop0", host.topology, [disk], True, ALLOW_CLEAN, [])
+    assert codes(refusals) == expected
+    if expected:
+        assert refusals[0]["message"] == ("loop0: the kernel refuses an exclusive open (EBUSY: Device or resource busy): "
+                                          "something holds it, possibly a mount in another mount namespace")
+
+
+def test_lab_raw_disk_is_granted_and_filesystem_disk_refused():
+    host = lab_host()
+    clean = {"loop7": {"signatures": _discover.parse_wipefs_json(fixture("lab-disc-n01-d1.wipefs.json")), "ids": {},
+                       "error": None}}
+    used = {"loop3": {"signatures": _discover.parse_wipefs_json(fixture("lab-disc-n01-d0.wipefs.json")), "ids": {},
+                      "error": None}}
+    images = "/dev/shm/diskproof-lab-disc/images/"
+    raw = _discover.disk_record(host.topology.nodes["loop7"], {"loop_backing_file": images + "disc-n01-d1.img"}, None,
+                                None, host.disk_usage("loop7", clean))
+    ext4 = _discover.disk_record(host.topology.nodes["loop3"], {"loop_backing_file": images + "disc-n01-d0.img"}, None,
+                                 None, host.disk_usage("loop3", used))
+    allow = ["loop:" + images + "disc-n01-d1.img", "loop:" + images + "disc-n01-d0.img"]
+    assert _discover.raw_write_refusals("loop7", host.topology, [raw], True, allow, host.boot_unknown) == []
+    assert codes(_discover.raw_write_refusals("loop3", host.topology, [ext4], True, allow, host.boot_unknown)) == [
+        "mounted", "signature"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# select: all_data_disks
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_select_on_the_vm_picks_nothing():
+    selected, skipped, problems = _discover.select_data_disks(vm_host(), [], {})
+    assert selected == [] and problems == []
+    assert skipped == {"loop0": "type loop is never a data disk", "loop1": "type loop is never a data disk",
+                       "loop2": "type loop is never a data disk", "loop3": "type loop is never a data disk",
+                       "loop4": "type loop is never a data disk", "zram0": "memory-backed", "vda": "boot disk (/)"}
+
+
+def test_select_on_a_server_skips_boot_swap_removable_and_excluded():
+    identities = {"sdf": {"serial": "WD-BACKUP-01", "wwn": None}, "sdc": {"serial": "DATA1", "wwn": "0x5000c500a1b2c3d4"}}
+    selected, skipped, problems = _discover.select_data_disks(server_host(), ["WD-BACKUP-*"], identities)
+    assert selected == ["sdc"] and problems == []
+    multipath = "a path of multipath map dm-1 (name the map as a device target)"
+    assert skipped == {"sda": "boot disk (/, /boot)", "sdb": "boot disk (/, /boot)", "sdd": "holds active swap (/dev/sdd1)",
+                       "sde": "removable", "sdf": "excluded by 'WD-BACKUP-*'", "sdg": multipath, "sdh": multipath,
+                       "sr0": "type rom is never a data disk"}
+    selected, skipped, problems = _discover.select_data_disks(server_host(), ["0x5000c500*", "/dev/sdf"], identities)
+    assert selected == [] and skipped["sdc"] == "excluded by '0x5000c500*'" and skipped["sdf"] == "excluded by '/dev/sdf'"
+    selected, skipped, problems = _discover.select_data_disks(server_host(), ["DATA?"], identities)
+    assert selected == ["sdf"]
+
+
+def test_select_refuses_when_the_root_disk_is_unknown():
+    host = server_host(mountinfo="22 1 0:31 / / rw - overlay overlay rw\n")
+    selected, skipped, problems = _discover.select_data_disks(host, [], {})
+    assert selected == [] and skipped["sdc"] == "boot disk unknown"
+    assert problems == ["select all_data_disks: the disk holding / (overlay overlay) could not be identified, so no disk "
+                        "is selected (it could be the boot disk)"]
+
+
+def test_discover_error_message():
+    error = DiscoverError("wipefs JSON", "a hexadecimal offset", "0xZZ\x07")
+    assert str(error) == "wipefs JSON: expected a hexadecimal offset; found: '0xZZ\\x07'"
+    assert isinstance(error, ValueError)
+
+
+def test_every_fixture_has_a_source_note():
+    names = set(os.listdir(FIXTURES))
+    for name in sorted(names):
+        if not name.endswith(".src.md"):
+            note = os.path.splitext(name)[0] + ".src.md"
+            assert note in names, name
+            with open(os.path.join(FIXTURES, note)) as handle:
+                assert handle.readline().strip() == "# " + name, note
