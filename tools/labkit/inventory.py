@@ -51,6 +51,10 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                         "ansible_ssh_timeout": 5,
                         # Lab hosts are logged into as root and have no sudo.
                         "diskproof_become": False,
+                        # Lab hosts share this machine's /var/lib; /srv is their own.
+                        "quiesce_state_dir": "/srv/diskproof-state",
+                        # The load average is this whole machine's, not the lab host's.
+                        "quiesce_idle_max_load_per_cpu": 0,
                     },
                     "hosts": hosts,
                 },

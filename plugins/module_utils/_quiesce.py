@@ -1,0 +1,727 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Quiescing a host before disk benchmarks, pure Python (no Ansible imports), Python 3.8+.
+
+Everything the quiesce module decides lives here, as functions of text and plain data, so each
+rule is a table in tests/unit/plugins/module_utils/test_quiesce.py:
+
+    lock_verdict(lock, run_id, controller, host_boot_id, now, alive)  free | ours | held | stale
+    new_lock(...), new_state(...), parse_lock(text), parse_state(text)  the two JSON files
+    candidate_units(manager, services, timers)                      what to look at, per manager
+    SystemdServices(run), SysvServices(run, ...)                    status / stop / start, argv only
+    select_to_stop(statuses)                                        running -> stop, the rest stays
+    parse_diskstats(text), parse_loadavg(text), idle_sample(...)    one idle-window decision
+    parse_mdstat(text), md_activity(arrays, disks_of, targets)      md resync/recovery/check/reshape
+    smart_selftest(smartctl_json)                                   self-test in progress?
+    read_processes(...), competing_processes(...)                   other fio/dd on the targets
+
+The only I/O is reading /proc and /sys through a root argument (tests point it at a fake tree);
+commands are run by a caller-supplied function, never here. Errors raise QuiesceError.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import stat
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+
+SCHEMA = 1
+LOCK_NAME = "quiesce.lock"
+STATE_NAME = "quiesce-state.json"
+MUTEX_NAME = ".quiesce.mutex"
+LOCK_KIND = "diskproof-quiesce-lock"
+STATE_KIND = "diskproof-quiesce-state"
+
+SYSTEMD = "systemd"
+SYSV = "sysv"
+
+FREE = "free"      # no lock
+OURS = "ours"      # this run holds it
+HELD = "held"      # another run holds it and may be alive: refuse
+STALE = "stale"    # another run holds it and is certainly gone: take over, restore its state first
+
+SECTOR_BYTES = 512
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+Runner = Callable[[List[str]], Tuple[int, str, str]]
+
+
+class QuiesceError(Exception):
+    """Anything the quiesce logic cannot do or read; the message says what and why."""
+
+
+# --------------------------------------------------------------------------------------------
+# time and process identity
+
+
+def utc_iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc).strftime(ISO_FORMAT)
+
+
+def parse_utc_iso(text: str) -> float:
+    try:
+        moment = datetime.datetime.strptime(text, ISO_FORMAT)
+    except (TypeError, ValueError):
+        raise QuiesceError("not an ISO 8601 UTC time (YYYY-MM-DDTHH:MM:SSZ): %r" % (text,))
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def parse_proc_stat(text: str) -> Tuple[str, int]:
+    """(state letter, start time in clock ticks since boot) from the text of /proc/<pid>/stat.
+
+    The command name (field 2) is in parentheses and may itself hold spaces and ')', so the
+    fields are counted from the last ')': state is field 3, starttime field 22."""
+    end = text.rfind(")")
+    fields = text[end + 1:].split() if end >= 0 else []
+    if len(fields) < 20 or not fields[19].isdigit():
+        raise QuiesceError("not a /proc/<pid>/stat line: %r" % text[:80])
+    return fields[0], int(fields[19])
+
+
+def process_start(pid: Any, proc_root: str = "/proc") -> Optional[int]:
+    """Start time (ticks since boot) of a live process; None when it is gone or a zombie."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat")) as handle:
+            state, start = parse_proc_stat(handle.read())
+    except (OSError, QuiesceError):
+        return None
+    return None if state in ("Z", "X") else start
+
+
+def process_alive(pid: Any, start: Any, proc_root: str = "/proc") -> bool:
+    """The process pid is running and is the same one (same start time, so not a reused pid)."""
+    current = process_start(pid, proc_root)
+    return current is not None and (start is None or current == start)
+
+
+def read_boot_id(proc_root: str = "/proc") -> str:
+    try:
+        with open(os.path.join(proc_root, "sys", "kernel", "random", "boot_id")) as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------------------------
+# the lock and state files
+
+
+def _require(document: Any, kind: str, what: str) -> Dict[str, Any]:
+    if not isinstance(document, dict) or document.get("kind") != kind:
+        raise QuiesceError("%s is not a diskproof %s (kind %r)" % (what, kind, document.get("kind") if isinstance(document, dict) else None))
+    if document.get("schema") != SCHEMA:
+        raise QuiesceError("%s has schema %r, this collection reads schema %d" % (what, document.get("schema"), SCHEMA))
+    if not isinstance(document.get("run_id"), str) or not document["run_id"]:
+        raise QuiesceError("%s names no run_id" % what)
+    return document
+
+
+def _loads(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise QuiesceError("%s is not valid JSON (%s)" % (what, error))
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def new_lock(run_id: str, controller: Mapping[str, Any], host_boot_id: str, host_pid: int, host_pid_start: Optional[int],
+             now: float, lease_s: int, phase: str, started: Optional[str] = None) -> Dict[str, Any]:
+    """The lock document: who holds the host, from where, until when at the latest."""
+    return {
+        "schema": SCHEMA,
+        "kind": LOCK_KIND,
+        "run_id": run_id,
+        "phase": phase,
+        "started": started or utc_iso(now),
+        "updated": utc_iso(now),
+        "expires": utc_iso(now + lease_s),
+        "controller": {key: controller.get(key) for key in ("host", "user", "pid", "pid_start", "boot_id", "pid_ns")},
+        "host": {"boot_id": host_boot_id, "pid": host_pid, "pid_start": host_pid_start},
+    }
+
+
+def parse_lock(text: str, what: str = "the lock file") -> Dict[str, Any]:
+    lock = _require(_loads(text, what), LOCK_KIND, what)
+    for key in ("controller", "host"):
+        if not isinstance(lock.get(key), dict):
+            raise QuiesceError("%s has no %s section" % (what, key))
+    parse_utc_iso(lock.get("expires"))
+    return lock
+
+
+def new_state(run_id: str, manager: str, services: Sequence[Mapping[str, Any]], now: float, phase: str,
+              **extra: Any) -> Dict[str, Any]:
+    """The state document: what was running and what this run stopped, written before any stop."""
+    state = {
+        "schema": SCHEMA,
+        "kind": STATE_KIND,
+        "run_id": run_id,
+        "phase": phase,
+        "written": utc_iso(now),
+        "service_manager": manager,
+        "services": [dict(service) for service in services],
+    }
+    state.update(extra)
+    return state
+
+
+def parse_state(text: str, what: str = "the state file") -> Dict[str, Any]:
+    state = _require(_loads(text, what), STATE_KIND, what)
+    if state.get("service_manager") not in (SYSTEMD, SYSV):
+        raise QuiesceError("%s names no known service manager (%r)" % (what, state.get("service_manager")))
+    services = state.get("services")
+    valid = isinstance(services, list)
+    if valid:
+        valid = all(isinstance(item, dict) and isinstance(item.get("unit"), str) for item in services)
+    if not valid:
+        raise QuiesceError("%s has no valid services list" % what)
+    return state
+
+
+def services_to_restore(state: Mapping[str, Any]) -> List[str]:
+    """Exactly the units that were running when the run recorded them (stopped or about to be)."""
+    return [item["unit"] for item in state["services"] if item.get("was_running")]
+
+
+# --------------------------------------------------------------------------------------------
+# the lock decision
+
+
+class Verdict(NamedTuple):
+    status: str   # FREE, OURS, HELD or STALE
+    reason: str
+
+
+def describe_holder(lock: Mapping[str, Any]) -> str:
+    controller = lock.get("controller") or {}
+    return "run %s (started %s from controller %s, ansible-playbook pid %s, user %s; phase %s; lease until %s)" % (
+        lock.get("run_id"), lock.get("started"), controller.get("host") or "unknown", controller.get("pid") or "unknown",
+        controller.get("user") or "unknown", lock.get("phase"), lock.get("expires"))
+
+
+def same_controller(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Same machine, same boot, same PID namespace: their controller pid can be checked in our process list."""
+    keys = ("host", "boot_id", "pid_ns")
+    return all(mine.get(key) and mine.get(key) == theirs.get(key) for key in keys)
+
+
+def lock_verdict(lock: Optional[Mapping[str, Any]], run_id: str, controller: Mapping[str, Any], host_boot_id: str,
+                 now: float, alive: Callable[[Any, Any], bool]) -> Verdict:
+    """Who may use the host. `controller` is this run's controller identity (the lookup
+    diskproof.fleet.controller_run): host, boot_id, pid_ns, pid, pid_start, seen_at (clock ticks since boot
+    when it listed the processes) and live ({pid: start ticks} of the ansible processes running
+    there). `alive(pid, start)` answers for processes on this host.
+
+    A holder is stale only when it certainly is gone: the host rebooted since, or its controller
+    is this very controller and its ansible-playbook process is no longer in the list, or its
+    lease expired. Anything else is held, and the caller refuses, naming the holder."""
+    if lock is None:
+        return Verdict(FREE, "no lock")
+    if lock.get("run_id") == run_id:
+        return Verdict(OURS, "held by this run")
+    host = lock.get("host") or {}
+    if host_boot_id and host.get("boot_id") and host.get("boot_id") != host_boot_id:
+        return Verdict(STALE, "the host rebooted since run %s took the lock" % lock.get("run_id"))
+    if host.get("pid") and alive(host.get("pid"), host.get("pid_start")):
+        return Verdict(HELD, "its quiesce call is still running on this host (pid %s)" % host.get("pid"))
+    theirs = lock.get("controller") or {}
+    if same_controller(controller, theirs) and isinstance(theirs.get("pid"), int):
+        live = controller.get("live") or {}
+        start = live.get(str(theirs["pid"]))
+        if start is not None and (theirs.get("pid_start") is None or start == theirs.get("pid_start")):
+            return Verdict(HELD, "its ansible-playbook (pid %s) is running on this controller" % theirs["pid"])
+        seen_at = controller.get("seen_at")
+        if not isinstance(seen_at, int) or not isinstance(theirs.get("pid_start"), int) or theirs["pid_start"] >= seen_at:
+            return Verdict(HELD, "its ansible-playbook (pid %s) started after this run listed the processes" % theirs["pid"])
+        return Verdict(STALE, "its ansible-playbook (pid %s on %s) is gone" % (theirs["pid"], theirs.get("host")))
+    try:
+        expires = parse_utc_iso(lock.get("expires"))
+    except QuiesceError:
+        expires = None
+    if expires is not None and now >= expires:
+        return Verdict(STALE, "its lease expired at %s" % lock.get("expires"))
+    return Verdict(HELD, "it runs from another controller, which this host cannot ask")
+
+
+# --------------------------------------------------------------------------------------------
+# services
+
+UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9@._:+-]*$")
+UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path", ".target", ".mount")
+
+
+def check_unit_names(names: Iterable[str]) -> List[str]:
+    names = list(names)
+    bad = [name for name in names if not isinstance(name, str) or not UNIT_NAME.match(name)]
+    if bad:
+        raise QuiesceError("not a service or unit name (letters, digits, @._:+- and no leading '-' or '/'): %s"
+                           % ", ".join(repr(name) for name in bad))
+    return names
+
+
+def candidate_units(manager: str, services: Sequence[str], timers: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """(units to look at, names that do not apply to this service manager), in the order given.
+
+    systemd: a service name without a suffix means NAME.service; timers are looked at too.
+    SysV: a service is an init script name; timers (and any non-.service unit) do not apply."""
+    check_unit_names(list(services) + list(timers))
+    wanted: List[str] = []
+    skipped: List[str] = []
+    for name in list(services) + list(timers):
+        if manager == SYSTEMD:
+            unit = name if name.endswith(UNIT_SUFFIXES) else name + ".service"
+        elif name.endswith(".service"):
+            unit = name[:-len(".service")]
+        elif name.endswith(UNIT_SUFFIXES):
+            skipped.append(name)
+            continue
+        else:
+            unit = name
+        if unit not in wanted:
+            wanted.append(unit)
+    return wanted, skipped
+
+
+def detect_service_manager(isdir: Callable[[str], bool] = os.path.isdir, root: str = "/") -> Optional[str]:
+    """systemd when it is PID 1 (the test sd_booted() makes: /run/systemd/system exists), else SysV
+    when there are init scripts, else None."""
+    if isdir(os.path.join(root, "run", "systemd", "system")):
+        return SYSTEMD
+    if isdir(os.path.join(root, "etc", "init.d")):
+        return SYSV
+    return None
+
+
+def select_to_stop(statuses: Sequence[Mapping[str, Any]]) -> Dict[str, List[str]]:
+    """Running units are stopped; units that exist but are stopped, absent or of unknown state are
+    left alone (restore must not start what was not running)."""
+    plan: Dict[str, List[str]] = {"stop": [], "not_running": [], "absent": [], "unknown": []}
+    for status in statuses:
+        if not status.get("exists"):
+            plan["absent"].append(status["unit"])
+        elif status.get("running") is True:
+            plan["stop"].append(status["unit"])
+        elif status.get("running") is False:
+            plan["not_running"].append(status["unit"])
+        else:
+            plan["unknown"].append(status["unit"])
+    return plan
+
+
+SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState")
+RUNNING_STATES = ("active", "activating", "reloading")
+
+
+def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
+    """Blocks of KEY=value lines, one block per unit, separated by empty lines (systemctl show)."""
+    blocks: List[Dict[str, str]] = []
+    current: Dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise QuiesceError("not systemctl show output: %r" % line)
+        current[key] = value
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def systemd_status(unit: str, block: Mapping[str, str]) -> Dict[str, Any]:
+    load = block.get("LoadState")
+    active = block.get("ActiveState")
+    return {
+        "unit": unit,
+        "id": block.get("Id", unit),
+        "exists": load == "loaded",
+        "running": active in RUNNING_STATES if active else None,
+        "detail": "LoadState=%s ActiveState=%s SubState=%s" % (load, active, block.get("SubState")),
+    }
+
+
+class SystemdServices:
+    """systemctl, one call per step: show all candidates, stop all, start all."""
+
+    name = SYSTEMD
+
+    def __init__(self, run: Runner, systemctl: str = "systemctl") -> None:
+        self.run = run
+        self.systemctl = systemctl
+
+    def argv(self, action: str, units: Sequence[str]) -> List[str]:
+        if action == "show":
+            return [self.systemctl, "show", "--property=" + ",".join(SHOW_PROPERTIES), "--"] + list(units)
+        return [self.systemctl, action, "--"] + list(units)
+
+    def statuses(self, units: Sequence[str]) -> List[Dict[str, Any]]:
+        if not units:
+            return []
+        rc, out, err = self.run(self.argv("show", units))
+        if rc != 0:
+            raise QuiesceError("systemctl show failed (exit %d): %s" % (rc, (err or out).strip()))
+        blocks = parse_systemctl_show(out)
+        if len(blocks) != len(units):
+            raise QuiesceError("systemctl show returned %d blocks for %d units" % (len(blocks), len(units)))
+        return [systemd_status(unit, block) for unit, block in zip(units, blocks)]
+
+    def _act(self, action: str, units: Sequence[str]) -> None:
+        if units:
+            rc, out, err = self.run(self.argv(action, units))
+            if rc != 0:
+                raise QuiesceError("systemctl %s %s failed (exit %d): %s" % (action, " ".join(units), rc, (err or out).strip()))
+
+    def stop(self, units: Sequence[str]) -> None:
+        self._act("stop", units)
+
+    def start(self, units: Sequence[str]) -> None:
+        self._act("start", units)
+
+
+class SysvServices:
+    """`service NAME status|stop|start` (or /etc/init.d/NAME when there is no `service`).
+
+    LSB status codes: 0 running; 1, 2, 3 not running; anything else unknown. A name without an
+    executable init script does not exist here."""
+
+    name = SYSV
+
+    def __init__(self, run: Runner, service: Optional[str], init_dir: str = "/etc/init.d",
+                 executable: Callable[[str], bool] = lambda path: os.path.isfile(path) and os.access(path, os.X_OK)) -> None:
+        self.run = run
+        self.service = service
+        self.init_dir = init_dir
+        self.executable = executable
+
+    def argv(self, action: str, name: str) -> List[str]:
+        if self.service:
+            return [self.service, name, action]
+        return [os.path.join(self.init_dir, name), action]
+
+    def statuses(self, names: Sequence[str]) -> List[Dict[str, Any]]:
+        result = []
+        for name in names:
+            if not self.executable(os.path.join(self.init_dir, name)):
+                result.append({"unit": name, "id": name, "exists": False, "running": None, "detail": "no init script"})
+                continue
+            rc, out, err = self.run(self.argv("status", name))
+            running = True if rc == 0 else False if rc in (1, 2, 3) else None
+            detail = ("%s (exit %d)" % ((out or err).strip().splitlines()[-1] if (out or err).strip() else "", rc)).strip()
+            result.append({"unit": name, "id": name, "exists": True, "running": running, "detail": detail})
+        return result
+
+    def _act(self, action: str, names: Sequence[str]) -> None:
+        failures = []
+        for name in names:
+            rc, out, err = self.run(self.argv(action, name))
+            if rc != 0:
+                failures.append("%s (exit %d: %s)" % (name, rc, (err or out).strip()))
+        if failures:
+            raise QuiesceError("service %s failed for %s" % (action, "; ".join(failures)))
+
+    def stop(self, names: Sequence[str]) -> None:
+        self._act("stop", names)
+
+    def start(self, names: Sequence[str]) -> None:
+        self._act("start", names)
+
+
+# --------------------------------------------------------------------------------------------
+# block devices under the targets
+
+
+def whole_disk_of(name: str, sys_root: str = "/sys") -> str:
+    """'sda' for 'sda1' (the kernel marks partitions with a `partition` file), else name itself."""
+    node = os.path.realpath(os.path.join(sys_root, "class", "block", name))
+    if os.path.exists(os.path.join(node, "partition")):
+        return os.path.basename(os.path.dirname(node))
+    return name
+
+
+def disks_under(name: str, sys_root: str = "/sys", _seen: Optional[Set[str]] = None) -> Set[str]:
+    """The whole disk of `name` and, through /sys/block/<disk>/slaves, every disk under it (md
+    members, LVM/dm physical volumes, recursively): the devices whose activity competes."""
+    seen = _seen if _seen is not None else set()
+    disk = whole_disk_of(name, sys_root)
+    if disk in seen:
+        return set()
+    seen.add(disk)
+    result = {disk}
+    try:
+        slaves = sorted(os.listdir(os.path.join(sys_root, "block", disk, "slaves")))
+    except OSError:
+        slaves = []
+    for slave in slaves:
+        result |= disks_under(slave, sys_root, seen)
+    return result
+
+
+def physical_disks(disks: Iterable[str], sys_root: str = "/sys") -> List[str]:
+    """Disks backed by hardware (they have a `device` link): the ones SMART can be asked about.
+    loop, md, dm, ram and zram devices have none."""
+    return sorted(disk for disk in disks if os.path.exists(os.path.join(sys_root, "block", disk, "device")))
+
+
+# --------------------------------------------------------------------------------------------
+# idle window
+
+
+def parse_diskstats(text: str) -> Dict[str, Dict[str, int]]:
+    """Counters per device name from /proc/diskstats (Documentation/admin-guide/iostats.rst)."""
+    stats: Dict[str, Dict[str, int]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 14 or not all(field.isdigit() for field in fields[3:14]):
+            raise QuiesceError("not a /proc/diskstats line: %r" % line)
+        values = [int(field) for field in fields[3:14]]
+        stats[fields[2]] = {
+            "reads": values[0], "read_sectors": values[2], "writes": values[4], "write_sectors": values[6],
+            "in_flight": values[8], "io_ticks_ms": values[9],
+        }
+    return stats
+
+
+def parse_loadavg(text: str) -> Tuple[float, float, float]:
+    fields = text.split()
+    try:
+        return float(fields[0]), float(fields[1]), float(fields[2])
+    except (IndexError, ValueError):
+        raise QuiesceError("not /proc/loadavg: %r" % text[:80])
+
+
+def idle_sample(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]], seconds: float,
+                devices: Sequence[str], load1: float, cpus: int, thresholds: Mapping[str, float]) -> Dict[str, Any]:
+    """One window: per-device IOPS, bytes/s and busy % (io_ticks) between two diskstats snapshots,
+    and the 1-minute load per CPU, judged against max_iops, max_bytes_per_s, max_busy_percent and
+    max_load_per_cpu (0 turns the load check off). Idle when nothing exceeds its threshold.
+
+    Busy % alone misses throttled I/O (a blkio throttle delays requests before the driver sees
+    them: a loop device read at 32 MiB/s showed 0.2 % busy), so IOPS and bytes/s count too."""
+    if seconds <= 0:
+        raise QuiesceError("an idle window needs a positive duration, got %r" % seconds)
+    reasons: List[str] = []
+    measured: Dict[str, Dict[str, float]] = {}
+    for device in devices:
+        if device not in before or device not in after:
+            raise QuiesceError("device %s is not in /proc/diskstats" % device)
+        old, new = before[device], after[device]
+        ops = (new["reads"] - old["reads"]) + (new["writes"] - old["writes"])
+        sectors = (new["read_sectors"] - old["read_sectors"]) + (new["write_sectors"] - old["write_sectors"])
+        busy = min(100.0, (new["io_ticks_ms"] - old["io_ticks_ms"]) / (seconds * 10.0))
+        figures = {"iops": round(ops / seconds, 2), "bytes_per_s": round(sectors * SECTOR_BYTES / seconds, 1),
+                   "busy_percent": round(busy, 2), "in_flight": new["in_flight"]}
+        measured[device] = figures
+        if figures["iops"] > thresholds["max_iops"]:
+            reasons.append("%s: %.1f IOPS > %g" % (device, figures["iops"], thresholds["max_iops"]))
+        if figures["bytes_per_s"] > thresholds["max_bytes_per_s"]:
+            reasons.append("%s: %.0f B/s > %g" % (device, figures["bytes_per_s"], thresholds["max_bytes_per_s"]))
+        if figures["busy_percent"] > thresholds["max_busy_percent"]:
+            reasons.append("%s: busy %.1f %% > %g %%" % (device, figures["busy_percent"], thresholds["max_busy_percent"]))
+    per_cpu = load1 / max(cpus, 1)
+    if thresholds.get("max_load_per_cpu") and per_cpu > thresholds["max_load_per_cpu"]:
+        reasons.append("load %.2f per CPU (%.2f on %d CPUs) > %g" % (per_cpu, load1, cpus, thresholds["max_load_per_cpu"]))
+    return {"idle": not reasons, "reasons": reasons, "seconds": round(seconds, 3), "devices": measured,
+            "load1": load1, "cpus": cpus, "load_per_cpu": round(per_cpu, 3)}
+
+
+# --------------------------------------------------------------------------------------------
+# md arrays
+
+MD_LINE = re.compile(r"^(md[^\s:]*)\s*:\s*(\S+)\s*(.*)$")
+MD_MEMBER = re.compile(r"^([^\s\[\]()]+)\[\d+\](?:\([A-Za-z]\))*$")
+MD_PROGRESS = re.compile(r"\b(resync|recovery|reshape|check|repair)\s*=\s*([0-9.]+)%\s*\((\d+)/(\d+)\)"
+                         r"(?:\s+finish=(\S+))?(?:\s+speed=(\S+))?")
+MD_WAITING = re.compile(r"\b(resync|recovery|reshape|check|repair)\s*=\s*(DELAYED|PENDING)\b")
+
+
+def parse_mdstat(text: str) -> Dict[str, Dict[str, Any]]:
+    """Arrays of /proc/mdstat: state, level, member names, and the sync action in progress
+    (resync, recovery, reshape, check, repair) with its progress, or DELAYED/PENDING ones."""
+    arrays: Dict[str, Dict[str, Any]] = {}
+    current: Optional[Dict[str, Any]] = None
+    recognised = False
+    for line in text.splitlines():
+        if line.startswith("Personalities") or line.startswith("unused devices"):
+            recognised = True
+            current = None
+            continue
+        match = MD_LINE.match(line)
+        if match:
+            recognised = True
+            words = match.group(3).split()
+            members = [MD_MEMBER.match(word).group(1) for word in words if MD_MEMBER.match(word)]
+            levels = [word for word in words if not MD_MEMBER.match(word) and not word.startswith("(")]
+            current = arrays[match.group(1)] = {
+                "state": match.group(2), "level": levels[0] if levels else None, "members": members,
+                "action": None, "progress_percent": None, "finish": None, "speed": None, "waiting": None,
+            }
+            continue
+        if current is None or not line[:1].isspace():
+            continue
+        progress = MD_PROGRESS.search(line)
+        if progress:
+            current.update(action=progress.group(1), progress_percent=float(progress.group(2)),
+                           finish=progress.group(5), speed=progress.group(6))
+            continue
+        waiting = MD_WAITING.search(line)
+        if waiting:
+            current.update(action=waiting.group(1), waiting=waiting.group(2))
+    if text.strip() and not recognised:
+        raise QuiesceError("not /proc/mdstat: %r" % text.strip().splitlines()[0][:80])
+    return arrays
+
+
+def md_activity(arrays: Mapping[str, Mapping[str, Any]], disks_of: Callable[[str], Set[str]],
+                target_disks: Set[str]) -> List[Dict[str, Any]]:
+    """Arrays with a sync action running or waiting to run whose array device or members share a
+    disk with the targets, each with the disks it shares."""
+    busy = []
+    for name, array in sorted(arrays.items()):
+        if not array.get("action"):
+            continue
+        involved = {name}
+        for member in array.get("members", []):
+            involved |= disks_of(member)
+        shared = sorted(involved & set(target_disks))
+        if shared:
+            busy.append({"array": name, "action": array["action"], "progress_percent": array.get("progress_percent"),
+                         "waiting": array.get("waiting"), "finish": array.get("finish"), "shared_disks": shared})
+    return busy
+
+
+# --------------------------------------------------------------------------------------------
+# SMART self-test
+
+
+def _get(document: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
+def smart_selftest(document: Any) -> Dict[str, Any]:
+    """Whether smartctl's JSON (-j -c -l selftest) says a self-test is running.
+
+    ATA: ata_smart_data.self_test.status.value has 0xF in its high nibble while a test runs (the
+    low nibble is tenths remaining). NVMe: nvme_self_test_log.current_self_test_operation.value
+    is not 0. SCSI (smartctl 7.5+): scsi_self_test_status.in_progress. in_progress is None when
+    the output says nothing about self-tests (no SMART, unsupported device)."""
+    result: Dict[str, Any] = {"in_progress": None, "remaining_percent": None, "protocol": None, "detail": None}
+    ata = _get(document, "ata_smart_data", "self_test", "status")
+    if isinstance(ata, dict) and isinstance(ata.get("value"), int):
+        value = ata["value"]
+        running = (value >> 4) == 0xF
+        remaining = ata.get("remaining_percent")
+        result.update(protocol="ata", in_progress=running, detail=ata.get("string"),
+                      remaining_percent=(remaining if isinstance(remaining, int) else (value & 0xF) * 10) if running else None)
+        return result
+    nvme = _get(document, "nvme_self_test_log")
+    if isinstance(nvme, dict) and isinstance(_get(nvme, "current_self_test_operation", "value"), int):
+        operation = nvme["current_self_test_operation"]
+        running = operation["value"] != 0
+        completion = nvme.get("current_self_test_completion_percent")
+        result.update(protocol="nvme", in_progress=running, detail=operation.get("string"),
+                      remaining_percent=(100 - completion) if running and isinstance(completion, int) else None)
+        return result
+    scsi = _get(document, "scsi_self_test_status")
+    if isinstance(scsi, dict) and isinstance(scsi.get("in_progress"), bool):
+        remaining = scsi.get("remaining_percent")
+        result.update(protocol="scsi", in_progress=scsi["in_progress"], detail=scsi.get("string"),
+                      remaining_percent=remaining if isinstance(remaining, int) else None)
+        return result
+    messages = _get(document, "smartctl", "messages")
+    if isinstance(messages, list):
+        texts = [item.get("string") for item in messages if isinstance(item, dict) and item.get("string")]
+        result["detail"] = "; ".join(texts) or None
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# other benchmark processes on the targets
+
+
+def read_processes(tools: Iterable[str], proc_root: str = "/proc",
+                   fd_stat: Callable[[str], os.stat_result] = os.stat) -> Tuple[List[Dict[str, Any]], int]:
+    """Processes whose argv[0] or comm basename is one of `tools`, with what their file
+    descriptors point at (device numbers, followed through /proc/<pid>/fd) and their mount
+    namespace. Returns (processes, how many could not be read)."""
+    wanted = set(tools)
+    found: List[Dict[str, Any]] = []
+    unreadable = 0
+    try:
+        entries = [entry for entry in os.listdir(proc_root) if entry.isdigit()]
+    except OSError:
+        return [], 0
+    for entry in entries:
+        base = os.path.join(proc_root, entry)
+        try:
+            with open(os.path.join(base, "cmdline"), "rb") as handle:
+                argv = [part.decode("utf-8", "replace") for part in handle.read().split(b"\0") if part]
+            with open(os.path.join(base, "comm")) as handle:
+                comm = handle.read().strip()
+        except OSError:
+            continue
+        names = {comm} | ({os.path.basename(argv[0])} if argv else set())
+        if not names & wanted:
+            continue
+        fds = []
+        try:
+            fd_names = os.listdir(os.path.join(base, "fd"))
+            mnt_ns = os.readlink(os.path.join(base, "ns", "mnt"))
+        except OSError:
+            unreadable += 1
+            continue
+        for fd in fd_names:
+            link = os.path.join(base, "fd", fd)
+            try:
+                target = os.readlink(link)
+                info = fd_stat(link)
+            except OSError:
+                continue
+            block = stat.S_ISBLK(info.st_mode)
+            if block or stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+                fds.append({"fd": fd, "path": target, "dev": info.st_rdev if block else info.st_dev})
+        found.append({"pid": int(entry), "comm": comm, "argv": argv, "mnt_ns": mnt_ns, "fds": fds})
+    return found, unreadable
+
+
+def competing_processes(processes: Sequence[Mapping[str, Any]], target_disks: Set[str],
+                        disks_of_dev: Callable[[int], Set[str]], target_paths: Sequence[str],
+                        own_pids: Set[int], own_mnt_ns: Optional[str]) -> List[Dict[str, Any]]:
+    """The processes that touch a target: an open file or block device on a disk the targets
+    use (by device number, so it holds across mount namespaces), or, in our own mount namespace,
+    an argument naming a target path (fio --filename=..., dd of=...) before the file is open."""
+    hits = []
+    paths = [path.rstrip("/") or "/" for path in target_paths]
+    for process in sorted(processes, key=lambda item: item["pid"]):
+        if process["pid"] in own_pids:
+            continue
+        reasons = []
+        for fd in process.get("fds", []):
+            shared = disks_of_dev(fd["dev"]) & set(target_disks)
+            if shared:
+                reasons.append("fd %s %s (on %s)" % (fd["fd"], fd["path"], ", ".join(sorted(shared))))
+        if own_mnt_ns is not None and process.get("mnt_ns") == own_mnt_ns:
+            for argument in process.get("argv", [])[1:]:
+                value = argument.split("=", 1)[1] if "=" in argument else argument
+                if any(value == path or value.startswith(path + "/") for path in paths):
+                    reasons.append("argument %s" % argument)
+        if reasons:
+            hits.append({"pid": process["pid"], "comm": process.get("comm"), "argv": list(process.get("argv", [])),
+                         "reasons": reasons})
+    return hits

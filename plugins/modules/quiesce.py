@@ -1,0 +1,877 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: quiesce
+short_description: Lock a host, stop background jobs, drop caches and wait for quiet disks before a benchmark; undo it after
+version_added: 0.1.0
+description:
+  - O(state=quiesced) does in one call, in this order - take the host's lock (refusing, with the holder named, when
+    another run that may be alive holds it); restore first what a dead run left stopped; refuse while an md
+    resync/recovery/check/reshape, a SMART self-test or another C(fio)/C(dd) is running on the targets; record which
+    of the configured services run; write the state file; stop them; C(sync) and drop the page cache; wait for an
+    idle window on the target disks and record what it saw.
+  - O(state=restored) starts exactly the services the state file records as running, removes the state file and
+    releases the lock. It restores a dead run's leftovers too (controller killed, host cut off mid-run).
+  - The lock (C(quiesce.lock)) and the state file (C(quiesce-state.json)) live in O(state_dir); the state file is
+    written before anything is stopped. Their formats are in C(docs/quiesce.md) of the collection.
+  - A lock is taken over only when its run certainly is gone - the host rebooted since, or the run's
+    ansible-playbook ran on this very controller and is no longer running (O(controller)), or its lease
+    (O(lease)) expired - or with O(force=true).
+  - Services are controlled through the host's service manager - C(systemctl) on systemd hosts (one call per step
+    for all units), C(service NAME stop|start|status) (or C(/etc/init.d/NAME)) on SysV hosts - with argv lists and
+    C(LC_ALL=C).
+author:
+  - diskproof maintainers (@diskproof)
+options:
+  state:
+    description:
+      - V(quiesced) locks and quiets the host; V(restored) undoes it and releases the lock.
+    type: str
+    choices: [quiesced, restored]
+    required: true
+  run_id:
+    description:
+      - Identifies this run in the lock; must be unique per playbook run and the same for the V(quiesced) and the
+        V(restored) call of one run. A lock held by the same O(run_id) is this run's own (calls are re-entrant).
+      - The role takes the C(run_id) of O(controller) unless C(quiesce_run_id) is set.
+    type: str
+    required: true
+  controller:
+    description:
+      - Identity of this run's controller as returned by the lookup C(diskproof.fleet.controller_run) - C(host), C(user),
+        C(boot_id), C(pid_ns), C(pid) and C(pid_start) of the ansible-playbook process, C(seen_at) and C(live)
+        (process id to start time of every ansible process running on the controller at C(seen_at)).
+      - Recorded in the lock. When an existing lock was taken from the same controller (same C(host), C(boot_id) and
+        C(pid_ns)) and its ansible-playbook is not in C(live), its run is dead and the lock is taken over at once.
+      - Without it, locks of other runs are taken over only when their lease expired.
+    type: dict
+    default: {}
+  state_dir:
+    description:
+      - Directory on the host for the lock and the state file; created (mode 0700) when missing.
+      - Must be private to the host. On the diskproof lab, whose hosts share C(/var/lib), use a per-host path such as
+        C(/srv/diskproof-state).
+    type: path
+    default: /var/lib/diskproof
+  services:
+    description:
+      - Services to stop while the host is quiesced, when they run. Names without a suffix are services
+        (C(NAME.service) on systemd, C(/etc/init.d/NAME) on SysV). Names that do not exist on the host are ignored.
+    type: list
+    elements: str
+    default: [cron, crond, atd, anacron]
+  timers:
+    description:
+      - systemd timers to stop too (only on systemd hosts; listed in RV(not_applicable) elsewhere).
+    type: list
+    elements: str
+    default: [fstrim.timer, logrotate.timer, man-db.timer, apt-daily.timer, apt-daily-upgrade.timer, dnf-makecache.timer]
+  service_manager:
+    description:
+      - V(auto) is V(systemd) when C(/run/systemd/system) exists (systemd is PID 1), else V(sysv) when
+        C(/etc/init.d) exists.
+    type: str
+    choices: [auto, systemd, sysv]
+    default: auto
+  targets:
+    description:
+      - Paths under test (directories, files or block device nodes). The disks holding them, and the disks under
+        those (md members, LVM physical volumes), are what the idle window, the md, SMART and competing I/O checks
+        look at.
+    type: list
+    elements: path
+    default: []
+  drop_caches:
+    description:
+      - After stopping the services, write V(3) to C(/proc/sys/vm/drop_caches) (after C(sync), which always runs).
+    type: bool
+    default: true
+  checks:
+    description:
+      - Conditions that make O(state=quiesced) refuse to start. V(md_resync) - an md array sharing a disk with the
+        targets is resyncing, recovering, reshaping, checking or repairing (or waiting to). V(smart_selftest) - a
+        SMART self-test runs on a physical disk under the targets (C(smartctl -j -c -l selftest); skipped with a
+        warning when smartctl is missing). V(competing_io) - a process named in O(competing_tools) has a file or
+        device on a target disk open, or names a target path in its arguments.
+    type: list
+    elements: str
+    choices: [md_resync, smart_selftest, competing_io]
+    default: [md_resync, smart_selftest, competing_io]
+  competing_tools:
+    description:
+      - Process names (C(argv[0]) basename or C(comm)) that count as competing benchmarks for O(checks=competing_io).
+    type: list
+    elements: str
+    default: [fio, dd]
+  idle_window:
+    description:
+      - Length in seconds of one idle-window sample (two C(/proc/diskstats) snapshots this far apart).
+    type: float
+    default: 5
+  idle_timeout:
+    description:
+      - Give up waiting for an idle window after this many seconds (see O(idle_on_timeout)). V(0) takes one sample.
+    type: int
+    default: 300
+  idle_max_busy_percent:
+    description:
+      - A target disk is busy when its C(io_ticks) grew by more than this share of the window.
+    type: float
+    default: 5
+  idle_max_iops:
+    description:
+      - A target disk is busy when it completed more reads plus writes per second than this.
+    type: float
+    default: 20
+  idle_max_bytes_per_s:
+    description:
+      - A target disk is busy when it read plus wrote more bytes per second than this.
+    type: float
+    default: 1048576
+  idle_max_load_per_cpu:
+    description:
+      - The host is busy when its 1-minute load average divided by its CPU count exceeds this. V(0) turns the load
+        check off (the diskproof lab does, its hosts share one kernel and load average).
+    type: float
+    default: 0.5
+  idle_on_timeout:
+    description:
+      - V(fail) undoes the quiesce and fails the task when no idle window came; V(continue) goes on with a warning
+        (C(reached) in RV(idle) is V(false) and C(last) says why).
+    type: str
+    choices: [fail, continue]
+    default: fail
+  lease:
+    description:
+      - Seconds after which this run's lock counts as abandoned when nobody can tell whether the run is alive (a lock
+        taken from another controller). Must exceed the longest run. A re-entrant O(state=quiesced) call renews it.
+    type: int
+    default: 43200
+  force:
+    description:
+      - Take over (O(state=quiesced)) or restore and release (O(state=restored)) a lock even when its run may be alive,
+        or when the lock or state file cannot be read. The other run's state is restored first.
+      - Only when you know that run is gone.
+    type: bool
+    default: false
+  foreign_lock:
+    description:
+      - What O(state=restored) does when another run that may be alive holds the lock. V(fail) (for a deliberate
+        restore, such as C(playbooks/restore.yml)), or V(skip) - leave it alone and succeed (for the C(always) section
+        of a run whose own quiesce was refused).
+    type: str
+    choices: [fail, skip]
+    default: fail
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Reads the lock, the state file, service states and runs the refusal checks; takes no lock, stops, starts,
+        drops or waits for nothing, and reports what it would do.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: partial
+    details:
+      - O(state=quiesced) sets C(diskproof_quiesce), the evidence of this quiesce.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: linux
+notes:
+  - Needs root (stopping services, C(drop_caches), reading other processes' file descriptors).
+  - The result is C(changed=true) whenever the call took or released a lock or stopped or started a service. The
+    C(diskproof.fleet.quiesce) role reports a change only when it restored what an aborted run left behind, since a
+    quiesce and its restore leave the host as they found it.
+seealso:
+  - name: diskproof quiesce (lock, state file, stale locks, idle thresholds)
+    description: User documentation of the quiesce role and module.
+    link: https://github.com/diskproof/fleet/blob/main/docs/quiesce.md
+"""
+
+EXAMPLES = r"""
+- name: Identify this run on the controller (once per play)
+  ansible.builtin.set_fact:
+    run: "{{ lookup('diskproof.fleet.controller_run') }}"
+  run_once: true
+
+- name: Quiesce, benchmark, always restore
+  block:
+    - name: Lock, stop cron/atd/timers, sync, drop caches, wait for an idle window
+      diskproof.fleet.quiesce:
+        state: quiesced
+        run_id: "{{ run.run_id }}"
+        controller: "{{ run }}"
+        targets: [/srv/diskproof/d0]
+      become: true
+
+    - name: The benchmark
+      ansible.builtin.command:
+        argv: [fio, --name=seq, --filename=/srv/diskproof/d0/test, --rw=read, --size=1g, --output-format=json]
+      changed_when: false
+      become: true
+  always:
+    - name: Start exactly what was stopped, release the lock
+      diskproof.fleet.quiesce:
+        state: restored
+        run_id: "{{ run.run_id }}"
+        controller: "{{ run }}"
+        foreign_lock: skip
+      become: true
+
+- name: On-demand restore after an aborted run (refuses while the run may still be alive)
+  diskproof.fleet.quiesce:
+    state: restored
+    run_id: manual-restore-{{ now(utc=true, fmt='%Y%m%dT%H%M%S') }}
+  become: true
+"""
+
+RETURN = r"""
+msg:
+  description: What was done, or why the call refused.
+  returned: always
+  type: str
+  sample: "quiesced: stopped cron; caches dropped; idle after 5.0 s"
+run_id:
+  description: O(run_id).
+  returned: always
+  type: str
+  sample: 20261122T100000Z-3f2a9c1b
+lock:
+  description: The lock this run holds after the call (the content of C(quiesce.lock)); null after a restore.
+  returned: always
+  type: dict
+  sample:
+    schema: 1
+    kind: diskproof-quiesce-lock
+    run_id: 20261122T100000Z-3f2a9c1b
+    phase: quiesced
+    started: "2026-11-22T10:00:01Z"
+    updated: "2026-11-22T10:00:07Z"
+    expires: "2026-11-22T22:00:07Z"
+    controller: {host: ctl1, user: root, pid: 4242, pid_start: 123456, boot_id: "…", pid_ns: "pid:[4026531836]"}
+    host: {boot_id: "…", pid: 5151, pid_start: 654321}
+holder:
+  description: The lock of the run that holds the host, when the call refused (or skipped) because of it.
+  returned: when another run holds the lock
+  type: dict
+  sample: {run_id: 20261122T095500Z-77aa01bc, started: "2026-11-22T09:55:02Z", controller: {host: awx-ee-1}}
+recovered:
+  description:
+    - Set when the call restored what another run left behind (the run is gone) - its C(run_id), why it counts as
+      gone, its service manager and the units started again. Null otherwise.
+  returned: always
+  type: dict
+  sample: {run_id: 20261122T095500Z-77aa01bc, reason: "its ansible-playbook (pid 4100 on ctl1) is gone", started: [cron]}
+service_manager:
+  description: V(systemd) or V(sysv).
+  returned: always
+  type: str
+  sample: sysv
+services:
+  description: Each configured unit with what it was found in (C(exists), C(running), C(detail)) and what this call did.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{unit: cron, exists: true, running: true, detail: "cron is running. (exit 0)", action: stopped}]
+stopped:
+  description: Units this call stopped (in check mode - would stop).
+  returned: always
+  type: list
+  elements: str
+  sample: [cron]
+started:
+  description: Units this call started again (in check mode - would start), the recovered run's included.
+  returned: always
+  type: list
+  elements: str
+  sample: [cron]
+not_applicable:
+  description: Configured names that do not apply to this service manager (timers on SysV hosts).
+  returned: always
+  type: list
+  elements: str
+  sample: [fstrim.timer]
+checks:
+  description:
+    - What the refusal checks saw - C(md_resync) (arrays busy on target disks), C(smart_selftest) (per physical disk),
+      C(competing_io) (processes on the targets), C(disks) (the target disks looked at). A check not run is null.
+  returned: O(state=quiesced)
+  type: dict
+  sample: {disks: [loop5], md_resync: {arrays: 0, busy: []}, smart_selftest: {disks: []}, competing_io: {processes: []}}
+caches_dropped:
+  description: Whether the page cache was dropped (after C(sync)).
+  returned: O(state=quiesced)
+  type: bool
+  sample: true
+idle:
+  description:
+    - The idle-window evidence - C(reached), C(waited_s), C(window_s), C(timeout_s), C(thresholds), C(windows)
+      (samples taken), C(last) and C(samples) (the last ten) each with per-device C(iops), C(bytes_per_s),
+      C(busy_percent), C(in_flight), the load (C(load1), C(cpus), C(load_per_cpu)) and the C(reasons) it was not idle.
+  returned: O(state=quiesced), not in check mode
+  type: dict
+  sample:
+    reached: true
+    waited_s: 5.0
+    windows: 1
+    last: {idle: true, reasons: [], devices: {loop5: {iops: 0.0, bytes_per_s: 0.0, busy_percent: 0.0, in_flight: 0}}}
+left_alone:
+  description: Why O(state=restored) left the host alone (O(foreign_lock=skip)).
+  returned: when another run holds the lock and O(foreign_lock=skip)
+  type: str
+  sample: "another run holds the lock: run 20261122T095500Z-77aa01bc (…)"
+state_file:
+  description: Path of the state file.
+  returned: always
+  type: str
+  sample: /var/lib/diskproof/quiesce-state.json
+ansible_facts:
+  description: Facts set by O(state=quiesced).
+  returned: O(state=quiesced), not in check mode
+  type: dict
+  contains:
+    diskproof_quiesce:
+      description: Evidence of the quiesce - C(run_id), C(lock), C(service_manager), C(stopped), C(recovered),
+        C(checks), C(caches_dropped), C(idle).
+      returned: success
+      type: dict
+      sample: {run_id: 20261122T100000Z-3f2a9c1b, stopped: [cron], idle: {reached: true}}
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
+from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+
+LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
+DEFAULT_TIMERS = ["fstrim.timer", "logrotate.timer", "man-db.timer", "apt-daily.timer", "apt-daily-upgrade.timer",
+                  "dnf-makecache.timer"]
+MUTEX_TIMEOUT_S = 30
+SETTLE_TIMEOUT_S = 15
+PROC = "/proc"
+
+
+class Files:
+    """The lock, the state file and the mutex serialising lock changes, in state_dir."""
+
+    def __init__(self, state_dir):
+        self.dir = state_dir
+        self.lock = os.path.join(state_dir, q.LOCK_NAME)
+        self.state = os.path.join(state_dir, q.STATE_NAME)
+        self.mutex_path = os.path.join(state_dir, q.MUTEX_NAME)
+
+    def ensure_dir(self):
+        if not os.path.isdir(self.dir):
+            os.makedirs(self.dir, mode=0o700)
+
+    @staticmethod
+    def read(path, parser):
+        """(document or None, error message or None)."""
+        try:
+            with open(path) as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return None, None
+        except OSError as error:
+            return None, "cannot read %s: %s" % (path, error)
+        try:
+            return parser(text, path), None
+        except q.QuiesceError as error:
+            return None, str(error)
+
+    def read_lock(self):
+        return self.read(self.lock, q.parse_lock)
+
+    def read_state(self):
+        return self.read(self.state, q.parse_state)
+
+    def write(self, path, document):
+        """Atomically: a temporary file in the same directory, fsync, rename, fsync the directory."""
+        temporary = "%s.%d.tmp" % (path, os.getpid())
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(descriptor, q.dumps(document).encode("utf-8"))
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.rename(temporary, path)
+        self.sync_dir()
+
+    def remove(self, path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        self.sync_dir()
+
+    def sync_dir(self):
+        descriptor = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    @contextlib.contextmanager
+    def mutex(self):
+        descriptor = os.open(self.mutex_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + MUTEX_TIMEOUT_S
+            while True:
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise q.QuiesceError("another quiesce call on this host kept %s locked for %d s"
+                                             % (self.mutex_path, MUTEX_TIMEOUT_S))
+                    time.sleep(0.1)
+            yield
+        finally:
+            os.close(descriptor)
+
+
+class Quiesce:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.files = Files(module.params["state_dir"])
+        self.run_id = module.params["run_id"]
+        self.controller = module.params["controller"] or {}
+        self.boot_id = q.read_boot_id(PROC)
+        self.result = dict(changed=False, run_id=self.run_id, lock=None, recovered=None, service_manager=None,
+                           services=[], stopped=[], started=[], not_applicable=[], state_file=self.files.state)
+        self.warnings = []
+        self._disk_cache = {}
+
+    # ---------------------------------------------------------------- plumbing
+
+    def run(self, argv):
+        rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False)
+        return rc, out, err
+
+    def flush_warnings(self):
+        for warning in self.warnings:
+            self.module.warn(warning)
+        self.warnings = []
+
+    def fail(self, msg, **extra):
+        self.result.update(extra)
+        self.flush_warnings()
+        self.module.fail_json(msg=msg, **self.result)
+
+    def exit(self, msg, **extra):
+        self.result.update(extra)
+        self.flush_warnings()
+        self.module.exit_json(msg=msg, **self.result)
+
+    def manager(self):
+        wanted = self.params["service_manager"]
+        manager = q.detect_service_manager() if wanted == "auto" else wanted
+        if manager is None:
+            self.fail("no supported service manager: neither /run/systemd/system nor /etc/init.d exists; "
+                      "set service_manager")
+        return manager
+
+    def backend(self, manager):
+        if manager == q.SYSTEMD:
+            return q.SystemdServices(self.run, self.module.get_bin_path("systemctl", required=True))
+        return q.SysvServices(self.run, self.module.get_bin_path("service"))
+
+    def guard(self):
+        """The mutex around lock changes; nothing (and no file created) in check mode."""
+        if self.module.check_mode:
+            return contextlib.nullcontext()
+        return self.files.mutex()
+
+    def new_lock(self, phase, started=None):
+        return q.new_lock(self.run_id, self.controller, self.boot_id, os.getpid(), q.process_start(os.getpid(), PROC),
+                          time.time(), self.params["lease"], phase, started)
+
+    def verdict(self, lock):
+        return q.lock_verdict(lock, self.run_id, self.controller, self.boot_id, time.time(),
+                              lambda pid, start: q.process_alive(pid, start, PROC))
+
+    def settle(self, backend, units, running):
+        """Poll until every unit is (not) running: SysV daemons write their pidfile after forking."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while True:
+            statuses = backend.statuses(units)
+            wrong = [status["unit"] for status in statuses if status["running"] is not running]
+            if not wrong or time.monotonic() > deadline:
+                return statuses, wrong
+            time.sleep(0.2)
+
+    def restore_state(self, state):
+        """Start every unit the state records as running; raises QuiesceError when one does not run after."""
+        backend = self.backend(state["service_manager"])
+        units = q.services_to_restore(state)
+        if units:
+            backend.start(units)
+            _statuses, wrong = self.settle(backend, units, True)
+            if wrong:
+                raise q.QuiesceError("started %s but not running: %s" % (", ".join(units), ", ".join(wrong)))
+        return units
+
+    # ---------------------------------------------------------------- targets and checks
+
+    def disks_of_dev(self, dev):
+        if dev not in self._disk_cache:
+            disk = _blockdev.whole_disk_for(os.major(dev), os.minor(dev))
+            self._disk_cache[dev] = q.disks_under(disk) if disk else set()
+        return self._disk_cache[dev]
+
+    def target_disks(self):
+        disks = set()
+        top = []
+        for path in self.params["targets"]:
+            number = _blockdev.device_number(path)
+            disk = _blockdev.whole_disk_for(*number) if number else None
+            if disk is None:
+                self.warnings.append("cannot tell which disk holds target %s: the idle window and the md/SMART/"
+                                     "competing I/O checks do not cover it" % path)
+                continue
+            top.append(disk)
+            disks |= q.disks_under(disk)
+        return top, disks
+
+    def read_text(self, path):
+        try:
+            with open(path) as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return ""
+
+    def run_checks(self, disks):
+        checks = {"disks": sorted(disks), "md_resync": None, "smart_selftest": None, "competing_io": None}
+        problems = []
+        wanted = self.params["checks"]
+        if "md_resync" in wanted:
+            arrays = q.parse_mdstat(self.read_text(os.path.join(PROC, "mdstat")))
+            busy = q.md_activity(arrays, q.disks_under, disks)
+            checks["md_resync"] = {"arrays": len(arrays), "busy": busy}
+            for item in busy:
+                what = "%s %s" % (item["action"], item["waiting"] if item["waiting"] else "%s %%" % item["progress_percent"])
+                problems.append("md array %s is running a %s on %s" % (item["array"], what, ", ".join(item["shared_disks"])))
+        if "smart_selftest" in wanted:
+            checks["smart_selftest"] = self.smart_check(q.physical_disks(disks), problems)
+        if "competing_io" in wanted:
+            processes, unreadable = q.read_processes(self.params["competing_tools"], PROC)
+            try:
+                own_ns = os.readlink(os.path.join(PROC, "self", "ns", "mnt"))
+            except OSError:
+                own_ns = None
+            hits = q.competing_processes(processes, disks, self.disks_of_dev, self.params["targets"],
+                                         {os.getpid(), os.getppid()}, own_ns)
+            checks["competing_io"] = {"processes": hits, "unreadable": unreadable}
+            for hit in hits:
+                problems.append("%s (pid %d: %s) uses the targets: %s"
+                                % (hit["comm"], hit["pid"], " ".join(hit["argv"])[:200], "; ".join(hit["reasons"])))
+        return checks, problems
+
+    def smart_check(self, disks, problems):
+        report = {"disks": []}
+        if not disks:
+            return report
+        smartctl = self.module.get_bin_path("smartctl")
+        if smartctl is None:
+            self.warnings.append("smartctl is not installed: no SMART self-test check on %s" % ", ".join(disks))
+            report["skipped"] = "smartctl not installed"
+            return report
+        for disk in disks:
+            rc, out, _err = self.run([smartctl, "-j", "-c", "-l", "selftest", "/dev/" + disk])
+            try:
+                selftest = q.smart_selftest(json.loads(out))
+            except ValueError:
+                selftest = {"in_progress": None, "remaining_percent": None, "protocol": None,
+                            "detail": "smartctl printed no JSON (exit %d)" % rc}
+            selftest.update(disk=disk, smartctl_exit=rc)
+            report["disks"].append(selftest)
+            if selftest["in_progress"]:
+                problems.append("a SMART self-test runs on /dev/%s (%s%% remaining)" % (disk, selftest["remaining_percent"]))
+        return report
+
+    # ---------------------------------------------------------------- idle window
+
+    def wait_idle(self, devices):
+        params = self.params
+        thresholds = {"max_busy_percent": params["idle_max_busy_percent"], "max_iops": params["idle_max_iops"],
+                      "max_bytes_per_s": params["idle_max_bytes_per_s"],
+                      "max_load_per_cpu": params["idle_max_load_per_cpu"]}
+        cpus = os.cpu_count() or 1
+        window = max(params["idle_window"], 0.1)
+        started = time.monotonic()
+        samples = []
+        while True:
+            before = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            begin = time.monotonic()
+            time.sleep(window)
+            after = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            end = time.monotonic()
+            load1 = q.parse_loadavg(self.read_text(os.path.join(PROC, "loadavg")))[0]
+            sample = q.idle_sample(before, after, end - begin, devices, load1, cpus, thresholds)
+            sample["at"] = q.utc_iso(time.time())
+            samples.append(sample)
+            waited = time.monotonic() - started
+            if sample["idle"] or waited + window > params["idle_timeout"]:
+                break
+        return {"reached": samples[-1]["idle"], "waited_s": round(time.monotonic() - started, 3), "window_s": window,
+                "timeout_s": params["idle_timeout"], "thresholds": thresholds, "devices": list(devices),
+                "windows": len(samples), "last": samples[-1], "samples": samples[-10:]}
+
+    # ---------------------------------------------------------------- quiesced
+
+    def quiesce(self):
+        params = self.params
+        manager = self.manager()
+        self.result["service_manager"] = manager
+        candidates, self.result["not_applicable"] = q.candidate_units(manager, params["services"], params["timers"])
+        if not self.module.check_mode:
+            self.files.ensure_dir()
+        with self.guard():
+            lock, lock_error = self.files.read_lock()
+            state, state_error = self.files.read_state()
+            if (lock_error or state_error) and not params["force"]:
+                self.fail("refusing to quiesce: %s; inspect %s, or restore with force=true once no run uses this host"
+                          % (lock_error or state_error, self.files.dir))
+            if lock_error or state_error:
+                self.warnings.append("force=true: ignoring %s" % (lock_error or state_error))
+            verdict = self.verdict(lock)
+            if verdict.status == q.HELD and not params["force"]:
+                self.fail("refusing to quiesce: the host is locked by %s: %s. Wait for that run to finish, or, if it is "
+                          "gone, run playbooks/restore.yml with -e quiesce_force=true" % (q.describe_holder(lock), verdict.reason),
+                          holder=lock)
+            foreign = state if state is not None and state["run_id"] != self.run_id else None
+            reason = verdict.reason if verdict.status != q.HELD else "forced: " + verdict.reason
+            if foreign is not None and verdict.status in (q.FREE, q.OURS):
+                reason = "its state file was left without a lock"
+            if self.module.check_mode:
+                return self.quiesce_check(manager, candidates, foreign, reason, verdict)
+            self.files.write(self.files.lock, self.new_lock("quiescing", lock["started"] if verdict.status == q.OURS else None))
+            self.result["changed"] = verdict.status != q.OURS
+        if foreign is not None:
+            self.recover(foreign, reason)
+            state = None
+        reentry = state is not None
+        try:
+            top, disks = self.target_disks()
+            checks, problems = self.run_checks(disks)
+            self.result["checks"] = checks
+            if problems:
+                raise q.QuiesceError("refusing to quiesce: %s. Wait until it is over, then run again." % "; ".join(problems))
+            backend = self.backend(manager)
+            statuses = backend.statuses(candidates)
+            plan = q.select_to_stop(statuses)
+            recorded = list(state["services"]) if reentry else []
+            known = {item["unit"] for item in recorded}
+            new = [status for status in statuses if status["unit"] in plan["stop"] and status["unit"] not in known]
+            recorded += [dict(unit=s["unit"], id=s["id"], was_running=True, stopped=False, detail=s["detail"]) for s in new]
+            to_stop = [s["unit"] for s in new]
+            extra = {"not_running": plan["not_running"], "absent": plan["absent"], "unknown": plan["unknown"],
+                     "not_applicable": self.result["not_applicable"], "targets": params["targets"]}
+            # The state file is on disk before the first stop: whatever happens next, it can be restored.
+            self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "stopping", **extra))
+        except (q.QuiesceError, OSError) as error:
+            # Nothing stopped yet: give the host back (a re-entrant call keeps the run's earlier quiesce).
+            if not reentry:
+                self.release()
+            self.fail(str(error))
+        try:
+            if to_stop:
+                backend.stop(to_stop)
+                self.result["changed"] = True
+                _after, wrong = self.settle(backend, to_stop, False)
+                if wrong:
+                    raise q.QuiesceError("stopped %s but still running: %s" % (", ".join(to_stop), ", ".join(wrong)))
+            for item in recorded:
+                if item["unit"] in to_stop:
+                    item["stopped"] = True
+            self.result["stopped"] = to_stop
+            self.result["services"] = [dict(s, action="stopped" if s["unit"] in to_stop else
+                                            "kept stopped" if s["unit"] in known else "left alone") for s in statuses]
+            self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "quiesced", **extra))
+            if params["drop_caches"]:
+                _blockdev.drop_caches()
+            else:
+                os.sync()
+            self.result["caches_dropped"] = params["drop_caches"]
+            devices = sorted(set(top) | disks)
+            idle = self.wait_idle(devices)
+            self.result["idle"] = idle
+            if not idle["reached"]:
+                message = "no idle window within %d s: %s" % (params["idle_timeout"], "; ".join(idle["last"]["reasons"]))
+                if params["idle_on_timeout"] == "fail":
+                    raise q.QuiesceError(message)
+                self.warnings.append(message + " (idle_on_timeout=continue: measuring anyway)")
+            state_doc = q.new_state(self.run_id, manager, recorded, time.time(), "quiesced", idle=idle, checks=checks, **extra)
+            self.files.write(self.files.state, state_doc)
+            lock_doc = self.new_lock("quiesced", self.current_lock_started())
+            self.files.write(self.files.lock, lock_doc)
+        except (q.QuiesceError, OSError) as error:
+            self.rollback(manager, recorded, reentry, error)
+        self.result["lock"] = lock_doc
+        keys = ("run_id", "lock", "service_manager", "stopped", "recovered", "checks", "caches_dropped", "idle")
+        facts = dict((key, self.result.get(key)) for key in keys)
+        idle_text = "idle after %.1f s" % idle["waited_s"] if idle["reached"] else "NOT idle after %.1f s" % idle["waited_s"]
+        stopped_text = "stopped " + ", ".join(to_stop) if to_stop else "nothing to stop"
+        caches_text = "caches dropped" if params["drop_caches"] else "synced"
+        self.exit("quiesced: %s; %s; %s" % (stopped_text, caches_text, idle_text), ansible_facts={"diskproof_quiesce": facts})
+
+    def current_lock_started(self):
+        lock, _error = self.files.read_lock()
+        return lock["started"] if lock and lock["run_id"] == self.run_id else None
+
+    def quiesce_check(self, manager, candidates, foreign, reason, verdict):
+        if foreign is not None:
+            self.result["recovered"] = {"run_id": foreign["run_id"], "reason": reason,
+                                        "service_manager": foreign["service_manager"],
+                                        "started": q.services_to_restore(foreign)}
+            self.result["started"] = q.services_to_restore(foreign)
+        _top, disks = self.target_disks()
+        checks, problems = self.run_checks(disks)
+        self.result["checks"] = checks
+        if problems:
+            self.fail("would refuse to quiesce: %s" % "; ".join(problems))
+        statuses = self.backend(manager).statuses(candidates)
+        plan = q.select_to_stop(statuses)
+        self.result["services"] = [dict(s, action="would stop" if s["unit"] in plan["stop"] else "left alone") for s in statuses]
+        self.result["stopped"] = plan["stop"]
+        self.exit("check mode: would %s" % ("stop " + ", ".join(plan["stop"]) if plan["stop"] else "stop nothing"),
+                  changed=verdict.status != q.OURS or bool(plan["stop"]))
+
+    def recover(self, foreign, reason):
+        """Restore what a dead run left stopped, before anything else happens on the host."""
+        try:
+            started = self.restore_state(foreign)
+        except q.QuiesceError as error:
+            self.fail("cannot restore what run %s left stopped (%s): %s. Fix it, then run playbooks/restore.yml"
+                      % (foreign["run_id"], reason, error))
+        self.files.remove(self.files.state)
+        self.result["changed"] = True
+        self.result["started"] = started
+        self.result["recovered"] = {"run_id": foreign["run_id"], "reason": reason,
+                                    "service_manager": foreign["service_manager"], "started": started}
+
+    def release(self):
+        with self.files.mutex():
+            lock, _error = self.files.read_lock()
+            if lock is not None and lock["run_id"] == self.run_id:
+                self.files.remove(self.files.lock)
+
+    def rollback(self, manager, recorded, reentry, error):
+        """Quiesce failed half-way: start what this run stopped, drop its state and lock, then fail."""
+        state = q.new_state(self.run_id, manager, recorded, time.time(), "rolling back")
+        try:
+            started = self.restore_state(state)
+            self.files.remove(self.files.state)
+            self.release()
+        except (q.QuiesceError, OSError) as undo_error:
+            self.fail("quiesce failed (%s) and undoing it failed too (%s); the state file %s is kept: run "
+                      "playbooks/restore.yml" % (error, undo_error, self.files.state))
+        self.fail("quiesce failed, host restored (started %s): %s" % (", ".join(started) or "nothing", error),
+                  started=started, stopped=[])
+
+    # ---------------------------------------------------------------- restored
+
+    def restore(self):
+        params = self.params
+        if not os.path.isdir(self.files.dir):
+            self.exit("nothing to restore: %s does not exist" % self.files.dir)
+        with self.guard():
+            lock, lock_error = self.files.read_lock()
+            state, state_error = self.files.read_state()
+            if lock is None and state is None and not lock_error and not state_error:
+                self.exit("nothing to restore: no lock and no state file in %s" % self.files.dir)
+            if (lock_error or state_error) and not params["force"]:
+                self.fail("refusing to restore: %s; with force=true the unreadable file is removed" % (lock_error or state_error))
+            if lock_error or state_error:
+                self.warnings.append("force=true: removing %s without restoring anything it names" % (lock_error or state_error))
+            verdict = self.verdict(lock)
+            if verdict.status == q.HELD and not params["force"]:
+                held = "another run holds the lock: %s: %s" % (q.describe_holder(lock), verdict.reason)
+                if params["foreign_lock"] == "skip":
+                    self.exit("left alone: " + held, left_alone=held, holder=lock)
+                self.fail("refusing to restore: %s. If that run is gone, run again with force=true" % held, holder=lock)
+            units = q.services_to_restore(state) if state else []
+            foreign = state is not None and state["run_id"] != self.run_id
+            if foreign:
+                self.result["recovered"] = {"run_id": state["run_id"], "reason": verdict.reason if lock else
+                                            "its state file was left without a lock",
+                                            "service_manager": state["service_manager"], "started": units}
+            if self.module.check_mode:
+                self.exit("check mode: would start %s and release the lock" % (", ".join(units) or "nothing"),
+                          changed=True, started=units)
+            self.files.write(self.files.lock, self.new_lock("restoring"))
+        if state is not None:
+            try:
+                self.restore_state(state)
+            except q.QuiesceError as error:
+                self.fail("restore failed, the state file %s is kept (run again once fixed): %s" % (self.files.state, error))
+            self.files.remove(self.files.state)
+        if state_error:
+            self.files.remove(self.files.state)
+        self.release()
+        self.result["service_manager"] = state["service_manager"] if state else None
+        self.exit("restored: started %s; lock released" % (", ".join(units) or "nothing"), changed=True, started=units)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", required=True, choices=["quiesced", "restored"]),
+            run_id=dict(type="str", required=True),
+            controller=dict(type="dict", default={}),
+            state_dir=dict(type="path", default="/var/lib/diskproof"),
+            services=dict(type="list", elements="str", default=["cron", "crond", "atd", "anacron"]),
+            timers=dict(type="list", elements="str", default=DEFAULT_TIMERS),
+            service_manager=dict(type="str", default="auto", choices=["auto", "systemd", "sysv"]),
+            targets=dict(type="list", elements="path", default=[]),
+            drop_caches=dict(type="bool", default=True),
+            checks=dict(type="list", elements="str", default=["md_resync", "smart_selftest", "competing_io"],
+                        choices=["md_resync", "smart_selftest", "competing_io"]),
+            competing_tools=dict(type="list", elements="str", default=["fio", "dd"]),
+            idle_window=dict(type="float", default=5),
+            idle_timeout=dict(type="int", default=300),
+            idle_max_busy_percent=dict(type="float", default=5),
+            idle_max_iops=dict(type="float", default=20),
+            idle_max_bytes_per_s=dict(type="float", default=1048576),
+            idle_max_load_per_cpu=dict(type="float", default=0.5),
+            idle_on_timeout=dict(type="str", default="fail", choices=["fail", "continue"]),
+            lease=dict(type="int", default=43200),
+            force=dict(type="bool", default=False),
+            foreign_lock=dict(type="str", default="fail", choices=["fail", "skip"]),
+        ),
+        supports_check_mode=True,
+    )
+    if not module.params["run_id"].strip():
+        module.fail_json(msg="run_id must not be empty")
+    for name in ("idle_window", "idle_max_busy_percent", "idle_max_iops", "idle_max_bytes_per_s", "idle_max_load_per_cpu"):
+        if module.params[name] < 0:
+            module.fail_json(msg="%s must not be negative, got %s" % (name, module.params[name]))
+    if module.params["idle_timeout"] < 0 or module.params["lease"] <= 0:
+        module.fail_json(msg="idle_timeout must be >= 0 and lease > 0")
+    worker = Quiesce(module)
+    try:
+        if module.params["state"] == "quiesced":
+            worker.quiesce()
+        else:
+            worker.restore()
+    except (q.QuiesceError, OSError) as error:
+        worker.fail(str(error))
+
+
+if __name__ == "__main__":
+    main()

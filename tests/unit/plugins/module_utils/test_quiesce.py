@@ -1,0 +1,601 @@
+"""_quiesce: lock decisions (stale locks included), the lock and state files, service selection on
+systemd and SysV (through a fake command runner), idle windows from real /proc/diskstats captures,
+md activity from real /proc/mdstat, SMART self-tests from real smartctl JSON, and other fio/dd
+processes on the targets (fake /proc and /sys trees). Fixtures: tests/fixtures/quiesce/*.src.md."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "quiesce"
+NOW = q.parse_utc_iso("2026-11-22T10:00:00Z")
+HOUR = 3600
+
+
+def fixture(name):
+    return (FIXTURES / name).read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# lock decisions
+
+ME = {"run_id": "run-b", "host": "ctl1", "boot_id": "cboot", "pid_ns": "pid:[1]", "pid": 2000, "pid_start": 9000,
+      "seen_at": 10000, "live": {"2000": 9000, "1500": 8000}}
+
+
+def lock_of(run_id="run-a", controller=None, host=None, expires=NOW + HOUR):
+    controller = dict({"host": "ctl1", "boot_id": "cboot", "pid_ns": "pid:[1]", "pid": 1500, "pid_start": 8000,
+                       "user": "root"}, **(controller or {}))
+    host = dict({"boot_id": "hboot", "pid": 700, "pid_start": 50}, **(host or {}))
+    return {"schema": 1, "kind": q.LOCK_KIND, "run_id": run_id, "phase": "quiesced", "started": "2026-11-22T09:00:00Z",
+            "updated": "2026-11-22T09:00:05Z", "expires": q.utc_iso(expires), "controller": controller, "host": host}
+
+
+def never_alive(pid, start):
+    return False
+
+
+@pytest.mark.parametrize(
+    ("lock", "controller", "alive", "status", "reason"),
+    [
+        (None, ME, never_alive, q.FREE, "no lock"),
+        (lock_of(run_id="run-b"), ME, never_alive, q.OURS, "held by this run"),
+        # the host rebooted: nothing of that run survives on it
+        (lock_of(host={"boot_id": "old-boot"}), ME, never_alive, q.STALE, "rebooted"),
+        # its quiesce call is still executing on the host (pid and start time match)
+        (lock_of(controller={"pid": 1}), ME, lambda pid, start: (pid, start) == (700, 50), q.HELD, "still running on this host"),
+        # same controller, its ansible-playbook is in the live list with the same start time
+        (lock_of(), ME, never_alive, q.HELD, "is running on this controller"),
+        # same controller, gone (SIGKILL, or the run ended after losing the host)
+        (lock_of(controller={"pid": 1400, "pid_start": 7000}), ME, never_alive, q.STALE, "pid 1400 on ctl1) is gone"),
+        # same pid reused by another process (different start time), the holder started before we looked: gone
+        (lock_of(controller={"pid_start": 7999}), ME, never_alive, q.STALE, "is gone"),
+        # not in the list but started after we listed the processes: cannot judge, so held
+        (lock_of(controller={"pid": 3000, "pid_start": 10500}), ME, never_alive, q.HELD, "started after this run listed"),
+        # no start time recorded: cannot tell it from a newer process, so held
+        (lock_of(controller={"pid": 3000, "pid_start": None}), ME, never_alive, q.HELD, "started after"),
+        # another controller (AWX meeting a manual run): cannot ask it, lease still valid
+        (lock_of(controller={"host": "awx-ee-7"}), ME, never_alive, q.HELD, "another controller"),
+        # same host name and boot, other PID namespace (containers): another controller too
+        (lock_of(controller={"pid_ns": "pid:[2]", "pid": 1400}), ME, never_alive, q.HELD, "another controller"),
+        # another controller whose lease expired
+        (lock_of(controller={"host": "awx-ee-7"}, expires=NOW - 1), ME, never_alive, q.STALE, "lease expired"),
+        # we know nothing about our own controller (not Linux): only the lease helps
+        (lock_of(controller={"pid": 1400}), {}, never_alive, q.HELD, "another controller"),
+        (lock_of(controller={"pid": 1400}, expires=NOW - 1), {}, never_alive, q.STALE, "lease expired"),
+    ],
+)
+def test_lock_verdict(lock, controller, alive, status, reason):
+    verdict = q.lock_verdict(lock, "run-b", controller, "hboot", NOW, alive)
+    assert verdict.status == status
+    assert reason in verdict.reason
+
+
+def test_lock_verdict_without_a_host_boot_id_does_not_call_it_rebooted():
+    verdict = q.lock_verdict(lock_of(host={"boot_id": "x"}), "run-b", ME, "", NOW, never_alive)
+    assert verdict.status == q.HELD
+
+
+def test_describe_holder_names_run_start_and_controller():
+    text = q.describe_holder(lock_of())
+    assert text.startswith("run run-a (started 2026-11-22T09:00:00Z from controller ctl1, ansible-playbook pid 1500")
+    assert "user root" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# lock and state files
+
+
+def test_lock_round_trip():
+    lock = q.new_lock("run-a", {"host": "ctl1", "pid": 5, "extra": "dropped"}, "hboot", 77, 1234, NOW, 600, "quiescing")
+    assert q.parse_lock(q.dumps(lock)) == lock
+    assert lock["expires"] == "2026-11-22T10:10:00Z"
+    assert lock["controller"] == {"host": "ctl1", "user": None, "pid": 5, "pid_start": None, "boot_id": None, "pid_ns": None}
+    assert lock["host"] == {"boot_id": "hboot", "pid": 77, "pid_start": 1234}
+
+
+def test_lock_keeps_its_first_start_time_when_renewed():
+    lock = q.new_lock("run-a", {}, "b", 1, 1, NOW, 600, "quiesced", started="2026-11-22T09:00:00Z")
+    assert (lock["started"], lock["updated"]) == ("2026-11-22T09:00:00Z", "2026-11-22T10:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not valid JSON"),
+        ("[]", "is not a diskproof"),
+        (json.dumps(dict(lock_of(), kind="something")), "is not a diskproof"),
+        (json.dumps(dict(lock_of(), schema=2)), "schema 2"),
+        (json.dumps(dict(lock_of(), run_id="")), "names no run_id"),
+        (json.dumps({k: v for k, v in lock_of().items() if k != "host"}), "no host section"),
+        (json.dumps(dict(lock_of(), expires="tomorrow")), "not an ISO 8601"),
+    ],
+)
+def test_parse_lock_refuses_what_is_not_a_lock(text, message):
+    with pytest.raises(q.QuiesceError, match=message):
+        q.parse_lock(text)
+
+
+def test_state_round_trip_and_what_to_restore():
+    services = [{"unit": "cron", "was_running": True, "stopped": True},
+                {"unit": "fstrim.timer", "was_running": True, "stopped": False},   # written before its stop
+                {"unit": "atd", "was_running": False}]
+    state = q.new_state("run-a", q.SYSTEMD, services, NOW, "stopping", not_running=["atd"])
+    parsed = q.parse_state(q.dumps(state))
+    assert parsed == state
+    assert q.services_to_restore(parsed) == ["cron", "fstrim.timer"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"service_manager": "upstart"}, "no known service manager"), ({"services": [{"name": "cron"}]}, "no valid services"),
+     ({"kind": q.LOCK_KIND}, "is not a diskproof")],
+)
+def test_parse_state_refuses_bad_documents(change, message):
+    state = dict(q.new_state("run-a", q.SYSV, [], NOW, "quiesced"), **change)
+    with pytest.raises(q.QuiesceError, match=message):
+        q.parse_state(json.dumps(state))
+
+
+def test_utc_times():
+    assert q.utc_iso(NOW) == "2026-11-22T10:00:00Z"
+    with pytest.raises(q.QuiesceError):
+        q.parse_utc_iso("2026-11-22 10:00:00")
+
+
+# ---------------------------------------------------------------------------------------------
+# services: which units, which manager, what to stop
+
+
+@pytest.mark.parametrize(
+    ("manager", "services", "timers", "wanted", "skipped"),
+    [
+        (q.SYSTEMD, ["cron", "crond", "atd", "anacron"], ["fstrim.timer", "apt-daily.timer"],
+         ["cron.service", "crond.service", "atd.service", "anacron.service", "fstrim.timer", "apt-daily.timer"], []),
+        (q.SYSV, ["cron", "crond", "atd", "anacron"], ["fstrim.timer", "apt-daily.timer"],
+         ["cron", "crond", "atd", "anacron"], ["fstrim.timer", "apt-daily.timer"]),
+        (q.SYSTEMD, ["cron.service", "cron", "anacron.timer"], [], ["cron.service", "anacron.timer"], []),
+        (q.SYSV, ["cron.service", "anacron.timer", "snapd.socket"], [], ["cron"], ["anacron.timer", "snapd.socket"]),
+        (q.SYSTEMD, [], [], [], []),
+    ],
+)
+def test_candidate_units(manager, services, timers, wanted, skipped):
+    assert q.candidate_units(manager, services, timers) == (wanted, skipped)
+
+
+@pytest.mark.parametrize("name", ["../../bin/sh", "-rf", "a b", "", "cron;reboot", "/etc/init.d/cron"])
+def test_unit_names_that_could_escape_are_refused(name):
+    with pytest.raises(q.QuiesceError, match="not a service or unit name"):
+        q.candidate_units(q.SYSV, [name], [])
+
+
+@pytest.mark.parametrize(
+    ("dirs", "manager"),
+    [({"/run/systemd/system", "/etc/init.d"}, q.SYSTEMD), ({"/etc/init.d"}, q.SYSV), (set(), None)],
+)
+def test_detect_service_manager(dirs, manager):
+    assert q.detect_service_manager(lambda path: path in dirs) == manager
+
+
+def test_select_to_stop_stops_only_what_runs():
+    statuses = [{"unit": "cron", "exists": True, "running": True}, {"unit": "atd", "exists": True, "running": False},
+                {"unit": "crond", "exists": False, "running": None}, {"unit": "odd", "exists": True, "running": None}]
+    assert q.select_to_stop(statuses) == {"stop": ["cron"], "not_running": ["atd"], "absent": ["crond"], "unknown": ["odd"]}
+
+
+class FakeRunner:
+    """Records argv lists and answers from a table (argv tuple -> (rc, out, err))."""
+
+    def __init__(self, answers=None, default=(0, "", "")):
+        self.answers = answers or {}
+        self.default = default
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(list(argv))
+        return self.answers.get(tuple(argv), self.default)
+
+
+SHOW = "/usr/bin/systemctl show --property=Id,LoadState,ActiveState,SubState,UnitFileState --".split()
+SHOW_OUTPUT = """Id=cron.service
+LoadState=loaded
+ActiveState=active
+SubState=running
+UnitFileState=enabled
+
+Id=crond.service
+LoadState=not-found
+ActiveState=inactive
+SubState=dead
+UnitFileState=
+
+Id=atd.service
+LoadState=loaded
+ActiveState=inactive
+SubState=dead
+UnitFileState=disabled
+
+Id=fstrim.timer
+LoadState=loaded
+ActiveState=active
+SubState=waiting
+UnitFileState=enabled
+
+Id=man-db.timer
+LoadState=masked
+ActiveState=inactive
+SubState=dead
+UnitFileState=masked
+"""
+
+
+def test_systemd_path_show_select_stop_start_one_call_each():
+    units, _skipped = q.candidate_units(q.SYSTEMD, ["cron", "crond", "atd"], ["fstrim.timer", "man-db.timer"])
+    run = FakeRunner({tuple(SHOW + units): (0, SHOW_OUTPUT, "")})
+    manager = q.SystemdServices(run, "/usr/bin/systemctl")
+    statuses = manager.statuses(units)
+    plan = q.select_to_stop(statuses)
+    assert plan == {"stop": ["cron.service", "fstrim.timer"], "not_running": ["atd.service"],
+                    "absent": ["crond.service", "man-db.timer"], "unknown": []}
+    manager.stop(plan["stop"])
+    manager.start(plan["stop"])
+    assert run.calls == [SHOW + units,
+                         ["/usr/bin/systemctl", "stop", "--", "cron.service", "fstrim.timer"],
+                         ["/usr/bin/systemctl", "start", "--", "cron.service", "fstrim.timer"]]
+    assert statuses[0]["detail"] == "LoadState=loaded ActiveState=active SubState=running"
+
+
+def test_systemd_failures_are_reported():
+    run = FakeRunner(default=(5, "", "Failed to stop cron.service: Access denied"))
+    with pytest.raises(q.QuiesceError, match="systemctl stop cron.service failed \\(exit 5\\): Failed to stop"):
+        q.SystemdServices(run).stop(["cron.service"])
+    with pytest.raises(q.QuiesceError, match="2 blocks for 1 units"):
+        q.SystemdServices(FakeRunner(default=(0, "Id=a\n\nId=b\n", ""))).statuses(["a.service"])
+    with pytest.raises(q.QuiesceError, match="not systemctl show output"):
+        q.parse_systemctl_show("Unit cron.service could not be found.")
+    assert q.SystemdServices(run).statuses([]) == []
+
+
+def test_activating_and_reloading_units_count_as_running():
+    block = {"Id": "x.service", "LoadState": "loaded", "ActiveState": "activating"}
+    assert q.systemd_status("x.service", block)["running"] is True
+    assert q.systemd_status("x.service", dict(block, ActiveState="failed"))["running"] is False
+
+
+def test_sysv_path_uses_service_and_lsb_status_codes():
+    scripts = {"/etc/init.d/cron", "/etc/init.d/atd", "/etc/init.d/weird"}
+    run = FakeRunner({("/usr/sbin/service", "cron", "status"): (0, "cron is running.\n", ""),
+                      ("/usr/sbin/service", "atd", "status"): (3, "atd is not running ... failed!\n", ""),
+                      ("/usr/sbin/service", "weird", "status"): (4, "", "could not access PID file\n")})
+    manager = q.SysvServices(run, "/usr/sbin/service", executable=lambda path: path in scripts)
+    statuses = manager.statuses(["cron", "crond", "atd", "weird"])
+    assert [(s["unit"], s["exists"], s["running"]) for s in statuses] == [
+        ("cron", True, True), ("crond", False, None), ("atd", True, False), ("weird", True, None)]
+    assert statuses[0]["detail"] == "cron is running. (exit 0)"
+    assert q.select_to_stop(statuses)["stop"] == ["cron"]
+    manager.stop(["cron"])
+    manager.start(["cron"])
+    assert run.calls[-2:] == [["/usr/sbin/service", "cron", "stop"], ["/usr/sbin/service", "cron", "start"]]
+
+
+def test_sysv_without_service_calls_the_init_script_and_collects_failures():
+    run = FakeRunner({("/etc/init.d/atd", "stop"): (1, "", "permission denied")})
+    manager = q.SysvServices(run, None, executable=lambda path: True)
+    with pytest.raises(q.QuiesceError, match="service stop failed for atd \\(exit 1: permission denied\\)"):
+        manager.stop(["cron", "atd"])
+    assert run.calls == [["/etc/init.d/cron", "stop"], ["/etc/init.d/atd", "stop"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# idle window (real captures)
+
+THRESHOLDS = {"max_busy_percent": 5, "max_iops": 20, "max_bytes_per_s": 1048576, "max_load_per_cpu": 0}
+
+
+def test_idle_capture_is_idle():
+    before, after = q.parse_diskstats(fixture("diskstats-idle-t0.txt")), q.parse_diskstats(fixture("diskstats-idle-t2.txt"))
+    load1 = q.parse_loadavg(fixture("loadavg-idle.txt"))[0]
+    sample = q.idle_sample(before, after, 2.0, ["vda"], load1, 2, THRESHOLDS)
+    assert sample["idle"] is True, sample["reasons"]
+    assert sample["devices"]["vda"] == {"iops": 2.0, "bytes_per_s": 73728.0, "busy_percent": 0.0, "in_flight": 0}
+    assert (sample["load1"], sample["load_per_cpu"]) == (1.03, 0.515)
+
+
+def test_load_threshold_applies_when_set():
+    before, after = q.parse_diskstats(fixture("diskstats-idle-t0.txt")), q.parse_diskstats(fixture("diskstats-idle-t2.txt"))
+    sample = q.idle_sample(before, after, 2.0, ["vda"], 1.03, 2, dict(THRESHOLDS, max_load_per_cpu=0.5))
+    assert sample["idle"] is False
+    assert sample["reasons"] == ["load 0.52 per CPU (1.03 on 2 CPUs) > 0.5"]
+
+
+def test_throttled_read_is_busy_by_iops_and_bytes_not_by_busy_percent():
+    before, after = q.parse_diskstats(fixture("diskstats-busy-t0.txt")), q.parse_diskstats(fixture("diskstats-busy-t2.txt"))
+    sample = q.idle_sample(before, after, 2.0, ["loop0"], 1.62, 2, THRESHOLDS)
+    assert sample["devices"]["loop0"] == {"iops": 64.0, "bytes_per_s": 33554432.0, "busy_percent": 0.2, "in_flight": 0}
+    assert sample["idle"] is False
+    assert sample["reasons"] == ["loop0: 64.0 IOPS > 20", "loop0: 33554432 B/s > 1.04858e+06"]
+
+
+@pytest.mark.parametrize(
+    ("devices", "seconds", "message"),
+    [(["sdq"], 2.0, "sdq is not in /proc/diskstats"), (["vda"], 0, "positive duration")],
+)
+def test_idle_sample_errors(devices, seconds, message):
+    stats = q.parse_diskstats(fixture("diskstats-idle-t0.txt"))
+    with pytest.raises(q.QuiesceError, match=message):
+        q.idle_sample(stats, stats, seconds, devices, 0.0, 1, THRESHOLDS)
+
+
+def test_busy_percent_is_capped_and_no_devices_judges_the_load_only():
+    old = {"sda": {"reads": 0, "writes": 0, "read_sectors": 0, "write_sectors": 0, "in_flight": 0, "io_ticks_ms": 0}}
+    new = {"sda": dict(old["sda"], io_ticks_ms=9000, in_flight=3)}
+    sample = q.idle_sample(old, new, 2.0, ["sda"], 0.0, 4, THRESHOLDS)
+    assert sample["devices"]["sda"]["busy_percent"] == 100.0
+    assert q.idle_sample(old, new, 2.0, [], 0.1, 4, dict(THRESHOLDS, max_load_per_cpu=0.5))["idle"] is True
+
+
+@pytest.mark.parametrize("text", ["   8       0 sda 1 2 3\n", "   8  0 sda a b c d e f g h i j k\n"])
+def test_parse_diskstats_refuses_other_text(text):
+    with pytest.raises(q.QuiesceError, match="not a /proc/diskstats line"):
+        q.parse_diskstats(text)
+
+
+def test_parse_loadavg_refuses_other_text():
+    with pytest.raises(q.QuiesceError, match="not /proc/loadavg"):
+        q.parse_loadavg("")
+
+
+# ---------------------------------------------------------------------------------------------
+# md arrays (real captures)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("mdstat-raid6-check.txt", {"md127": ("raid6", "check", 40.4, None)}),
+        ("mdstat-raid5-reshape.txt", {"md0": ("raid5", "reshape", 37.6, None)}),
+        ("mdstat-raid5-recovery-replace.txt", {"md0": ("raid5", "recovery", 1.4, None)}),
+        ("mdstat-raid1-resync.txt", {"md127": ("raid1", "resync", 50.4, None)}),
+        ("mdstat-raid1-idle.txt", {"md127": ("raid1", None, None, None)}),
+        ("mdstat-raid1-inactive.txt", {"md127": (None, None, None, None)}),
+        ("mdstat-resync-delayed.txt", {"md1": ("raid5", "resync", None, "DELAYED"), "md0": ("raid1", "resync", 21.5, None)}),
+        ("mdstat-nested-raid10-idle.txt", {"md2": ("raid0", None, None, None), "md1": ("raid1", None, None, None),
+                                           "md0": ("raid1", None, None, None)}),
+    ],
+)
+def test_parse_mdstat_real_captures(name, expected):
+    arrays = q.parse_mdstat(fixture(name))
+    assert {array: (info["level"], info["action"], info["progress_percent"], info["waiting"])
+            for array, info in arrays.items()} == expected
+
+
+def test_parse_mdstat_members_keep_flagged_devices():
+    arrays = q.parse_mdstat(fixture("mdstat-raid5-recovery-replace.txt"))
+    assert arrays["md0"]["members"] == ["sdk1", "sdf1", "sdg1", "sdc1", "sde1", "sdb1"]
+    assert (arrays["md0"]["finish"], arrays["md0"]["speed"]) == ("1601.3min", "50071K/sec")
+    assert q.parse_mdstat(fixture("mdstat-nested-raid10-idle.txt"))["md2"]["members"] == ["md0", "md1"]
+
+
+def test_parse_mdstat_node_exporter_collection():
+    arrays = q.parse_mdstat(fixture("mdstat-node-exporter-collection.txt"))
+    assert len(arrays) == 12
+    busy = {name: (info["action"], info["progress_percent"], info["waiting"]) for name, info in arrays.items() if info["action"]}
+    assert busy == {"md6": ("recovery", 8.5, None), "md8": ("resync", 8.5, None), "md9": ("resync", None, "DELAYED"),
+                    "md11": ("resync", None, "PENDING")}
+    assert arrays["md11"]["level"] == "raid1"
+    assert (arrays["md219"]["level"], arrays["md219"]["members"]) == (None, ["sdb", "sdc", "sda"])
+    assert arrays["md4"]["state"] == "inactive"
+
+
+@pytest.mark.parametrize(("text", "arrays"), [("", {}), ("Personalities : \nunused devices: <none>\n", {})])
+def test_parse_mdstat_without_arrays(text, arrays):
+    assert q.parse_mdstat(text) == arrays
+
+
+def test_parse_mdstat_refuses_other_text():
+    with pytest.raises(q.QuiesceError, match="not /proc/mdstat"):
+        q.parse_mdstat("MemTotal:       24552916 kB\n")
+
+
+def whole_disks(name):
+    """sdc1 -> {sdc}, md0 -> {md0}: what disks_under gives on a plain machine."""
+    return {name.rstrip("0123456789") if name.startswith("sd") else name}
+
+
+@pytest.mark.parametrize(
+    ("name", "targets", "busy"),
+    [
+        ("mdstat-raid6-check.txt", {"sdd"}, [("md127", "check", ["sdd"])]),
+        ("mdstat-raid6-check.txt", {"md127"}, [("md127", "check", ["md127"])]),
+        ("mdstat-raid6-check.txt", {"sdz", "nvme0n1"}, []),
+        ("mdstat-raid1-resync.txt", {"sdc"}, [("md127", "resync", ["sdc"])]),
+        ("mdstat-raid1-idle.txt", {"sdc"}, []),
+        ("mdstat-resync-delayed.txt", {"sdc"}, [("md1", "resync", ["sdc"])]),
+        ("mdstat-resync-delayed.txt", {"sda"}, [("md0", "resync", ["sda"]), ("md1", "resync", ["sda"])]),
+    ],
+)
+def test_md_activity_on_target_disks(name, targets, busy):
+    found = q.md_activity(q.parse_mdstat(fixture(name)), whole_disks, targets)
+    assert [(item["array"], item["action"], item["shared_disks"]) for item in found] == busy
+
+
+# ---------------------------------------------------------------------------------------------
+# SMART self-tests (real smartctl JSON; the NVMe and SCSI running cases from smartmontools' names)
+
+
+@pytest.mark.parametrize(
+    ("name", "protocol", "in_progress", "remaining", "detail"),
+    [
+        ("smartctl70-ata-selftest-in-progress.json", "ata", True, 10, "in progress, 10% remaining"),
+        ("smartctl70-ata-selftest-completed.json", "ata", False, None, "completed without error"),
+        ("smartctl71-nvme-all.json", None, None, None, None),
+        ("smartctl73-virtio-no-smart.json", None, None, None, "/dev/vda: Unable to detect device type"),
+    ],
+)
+def test_smart_selftest_real_outputs(name, protocol, in_progress, remaining, detail):
+    result = q.smart_selftest(json.loads(fixture(name)))
+    assert (result["protocol"], result["in_progress"], result["remaining_percent"], result["detail"]) == (
+        protocol, in_progress, remaining, detail)
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ({"ata_smart_data": {"self_test": {"status": {"value": 249}}}}, ("ata", True, 90)),     # no remaining_percent key
+        ({"ata_smart_data": {"self_test": {"status": {"value": 0x19}}}}, ("ata", False, None)),  # aborted by host: not running
+        ({"nvme_self_test_log": {"current_self_test_operation": {"value": 1, "string": "Short self-test in progress"},
+                                 "current_self_test_completion_percent": 30}}, ("nvme", True, 70)),
+        ({"nvme_self_test_log": {"current_self_test_operation": {"value": 0, "string": "No self-test in progress"}}},
+         ("nvme", False, None)),
+        ({"scsi_self_test_status": {"in_progress": True}}, ("scsi", True, None)),
+        ([], (None, None, None)),
+    ],
+)
+def test_smart_selftest_table(document, expected):
+    result = q.smart_selftest(document)
+    assert (result["protocol"], result["in_progress"], result["remaining_percent"]) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# processes: identity, liveness, competing fio/dd
+
+
+def make_proc(root, pid, stat_text):
+    (root / str(pid)).mkdir(parents=True)
+    (root / str(pid) / "stat").write_text(stat_text)
+
+
+def test_parse_proc_stat_real_capture():
+    assert q.parse_proc_stat(fixture("proc-pid-stat.txt")) == ("R", 270611)
+
+
+def test_parse_proc_stat_with_parentheses_in_the_name():
+    text = "42 (odd) name)) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 5555 0 0\n"
+    assert q.parse_proc_stat(text) == ("S", 5555)
+    with pytest.raises(q.QuiesceError):
+        q.parse_proc_stat("garbage")
+
+
+def test_process_liveness_by_pid_and_start_time(tmp_path):
+    stat = fixture("proc-pid-stat.txt")
+    make_proc(tmp_path, 26990, stat)
+    make_proc(tmp_path, 31, stat.replace(" R ", " Z ", 1))
+    proc = str(tmp_path)
+    assert q.process_start(26990, proc) == 270611
+    assert q.process_alive(26990, 270611, proc) is True
+    assert q.process_alive(26990, 270612, proc) is False   # pid reused by a later process
+    assert q.process_alive(31, None, proc) is False        # zombie
+    assert q.process_alive(404, None, proc) is False
+    assert q.process_start("26990", proc) is None
+    assert q.process_start(True, proc) is None
+
+
+def test_read_boot_id(tmp_path):
+    (tmp_path / "sys" / "kernel" / "random").mkdir(parents=True)
+    (tmp_path / "sys" / "kernel" / "random" / "boot_id").write_text("db6e845c-4a9b\n")
+    assert q.read_boot_id(str(tmp_path)) == "db6e845c-4a9b"
+    assert q.read_boot_id(str(tmp_path / "none")) == ""
+
+
+class FakeStat:
+    def __init__(self, mode, dev=0, rdev=0):
+        self.st_mode, self.st_dev, self.st_rdev = mode, dev, rdev
+
+
+def make_process(proc, pid, argv, comm, mnt, fds):
+    base = proc / str(pid)
+    (base / "fd").mkdir(parents=True)
+    (base / "ns").mkdir()
+    (base / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+    (base / "comm").write_text(comm + "\n")
+    os.symlink(mnt, base / "ns" / "mnt")
+    for fd, target in fds.items():
+        os.symlink(target, base / "fd" / str(fd))
+
+
+def test_competing_fio_and_dd_are_found_by_device_and_by_argument(tmp_path):
+    proc = tmp_path / "proc"
+    make_process(proc, 100, ["fio", "--name=x", "--filename=/srv/diskproof/d0/other.file"], "fio", "mnt:[1]",
+                 {3: "/srv/diskproof/d0/other.file"})
+    make_process(proc, 101, ["/bin/dd", "if=/dev/sdb", "of=/dev/null"], "dd", "mnt:[2]", {0: "/dev/sdb"})
+    make_process(proc, 102, ["dd", "if=/dev/zero", "of=/srv/diskproof/d0/x"], "dd", "mnt:[9]", {})   # other namespace
+    make_process(proc, 103, ["fio", "--filename=/srv/diskproof/d0/y"], "fio", "mnt:[1]", {})          # not open yet
+    make_process(proc, 104, ["sleep", "60"], "sleep", "mnt:[1]", {3: "/srv/diskproof/d0/z"})        # not a tool
+    make_process(proc, 105, ["fio", "--filename=/srv/other/z"], "fio", "mnt:[1]", {3: "/srv/other/z"})
+    make_process(proc, 106, ["dd"], "dd", "mnt:[1]", {3: "/srv/diskproof/d0/w"})                     # our own pid
+    stats = {"100/fd/3": FakeStat(0o100644, dev=os.makedev(8, 17)), "101/fd/0": FakeStat(0o060660, rdev=os.makedev(8, 16)),
+             "104/fd/3": FakeStat(0o100644, dev=os.makedev(8, 17)), "105/fd/3": FakeStat(0o100644, dev=os.makedev(8, 1)),
+             "106/fd/3": FakeStat(0o100644, dev=os.makedev(8, 17))}
+
+    def fd_stat(link):
+        return stats[os.path.relpath(link, proc)]
+
+    processes, unreadable = q.read_processes(["fio", "dd"], str(proc), fd_stat)
+    assert unreadable == 0
+    assert sorted(p["pid"] for p in processes) == [100, 101, 102, 103, 105, 106]
+    disks = {os.makedev(8, 17): {"sdb"}, os.makedev(8, 16): {"sdb"}, os.makedev(8, 1): {"sda"}}
+    hits = q.competing_processes(processes, {"sdb"}, lambda dev: disks.get(dev, set()), ["/srv/diskproof/d0/"], {106}, "mnt:[1]")
+    assert [(hit["pid"], hit["reasons"]) for hit in hits] == [
+        (100, ["fd 3 /srv/diskproof/d0/other.file (on sdb)", "argument --filename=/srv/diskproof/d0/other.file"]),
+        (101, ["fd 0 /dev/sdb (on sdb)"]),
+        (103, ["argument --filename=/srv/diskproof/d0/y"]),
+    ]
+
+
+def test_read_processes_without_proc(tmp_path):
+    assert q.read_processes(["fio"], str(tmp_path / "missing")) == ([], 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# disks under a target (fake /sys: LVM on md on partitions)
+
+
+def make_block(sys_root, name, parent=None, slaves=(), device=False):
+    """/sys/devices/.../block/<disk>[/<part>] with /sys/class/block and /sys/block links."""
+    base = sys_root / "devices" / "virtual" / "block"
+    node = base / parent / name if parent else base / name
+    node.mkdir(parents=True)
+    (sys_root / "class" / "block").mkdir(parents=True, exist_ok=True)
+    os.symlink(node, sys_root / "class" / "block" / name)
+    if parent:
+        (node / "partition").write_text("1\n")
+        return
+    (sys_root / "block").mkdir(exist_ok=True)
+    os.symlink(node, sys_root / "block" / name)
+    (node / "slaves").mkdir()
+    for slave in slaves:
+        (node / "slaves" / slave).mkdir()
+    if device:
+        (node / "device").mkdir()
+
+
+@pytest.fixture
+def lvm_on_md(tmp_path):
+    root = tmp_path / "sys"
+    make_block(root, "sda", device=True)
+    make_block(root, "sda1", parent="sda")
+    make_block(root, "sdb", device=True)
+    make_block(root, "sdb1", parent="sdb")
+    make_block(root, "md0", slaves=["sda1", "sdb1"])
+    make_block(root, "dm-0", slaves=["md0"])
+    make_block(root, "loop3")
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("name", "disks"),
+    [("dm-0", {"dm-0", "md0", "sda", "sdb"}), ("md0", {"md0", "sda", "sdb"}), ("sda1", {"sda"}), ("loop3", {"loop3"}),
+     ("nvme9n1", {"nvme9n1"})],
+)
+def test_disks_under(lvm_on_md, name, disks):
+    assert q.disks_under(name, lvm_on_md) == disks
+
+
+def test_physical_disks_are_the_ones_with_a_device(lvm_on_md):
+    assert q.physical_disks({"dm-0", "md0", "sda", "sdb", "loop3"}, lvm_on_md) == ["sda", "sdb"]
+    assert q.whole_disk_of("sdb1", lvm_on_md) == "sdb"
