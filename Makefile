@@ -88,6 +88,9 @@ package: deps
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.bench_facts >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t callback diskproof.fleet.report >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t role diskproof.fleet.benchmark >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.disk_facts >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.quiesce >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.controller_run >/dev/null
 	@echo "package: built, installed and documented: $$(ls .cache/package/*.tar.gz)"
 
 molecule: deps

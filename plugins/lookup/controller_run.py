@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: controller_run
-author: diskproof maintainers
+author: diskproof maintainers (@diskproof)
 version_added: 0.1.0
 short_description: Identity of the running ansible-playbook, for the quiesce lock
 description:
@@ -29,10 +29,10 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One dict with C(run_id) (new unique id: UTC time and random), C(host), C(user), C(boot_id),
+    - "One dict with C(run_id) (new unique id from the UTC time and random hex), C(host), C(user), C(boot_id),
       C(pid_ns), C(pid) and C(pid_start) (the ansible-playbook process and its start time in clock
       ticks), C(seen_at) (clock ticks since boot just before C(live) was listed) and C(live)
-      (C({pid: start ticks}) of every ansible process running now).
+      (process id to start ticks of every ansible process running now)."
   type: list
   elements: dict
 """
