@@ -201,6 +201,9 @@ class FakeRunner:
         return self.answers.get(tuple(argv), self.default)
 
 
+# No systemd on this project's machines and no captured output: SHOW_OUTPUT below is HAND-WRITTEN in
+# the key=value, blank-line-separated layout `systemctl show --property=...` prints (systemctl(1)).
+# It tests the command sequence and the parsing of that layout, not a real host's state.
 SHOW = "/usr/bin/systemctl show --property=Id,LoadState,ActiveState,SubState,UnitFileState --".split()
 SHOW_OUTPUT = """Id=cron.service
 LoadState=loaded
