@@ -130,23 +130,17 @@ options:
       - With V(false) the task succeeds and the failure is only in the records.
     type: bool
     default: true
+extends_documentation_fragment:
+  - diskproof.fleet.attributes
+  - diskproof.fleet.attributes.facts
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
     details:
       - Parsing (O(content), O(src)) works in check mode.
       - With O(argv) the tool is not run in check mode; an empty list of results is returned.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 notes:
   - The result is C(changed=true) whenever O(argv) ran the tool, like M(ansible.builtin.command) - a benchmark
     writes test data and may drop caches, and the module cannot know what else the command changed. Parsing

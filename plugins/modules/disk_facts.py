@@ -120,22 +120,16 @@ options:
         RV(refusals) for the caller to assert on.
     type: bool
     default: false
+extends_documentation_fragment:
+  - diskproof.fleet.attributes
+  - diskproof.fleet.attributes.facts
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
       - The module only reads, so it runs the same in check mode.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 notes:
   - Linux only - C(lsblk) (util-linux 2.33+ for C(-J -O)), C(/proc) and C(/sys) are required. C(wipefs), C(blkid),
     C(smartctl) and C(nvme) are used when installed; without C(wipefs) or C(blkid) signatures cannot be read and

@@ -167,24 +167,20 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+extends_documentation_fragment:
+  - diskproof.fleet.attributes
+  - diskproof.fleet.attributes.facts
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
       - Reads the lock, the state file, service states and runs the refusal checks; takes no lock, stops, starts,
         drops or waits for nothing, and reports what it would do.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: partial
     details:
       - O(state=quiesced) sets C(diskproof_quiesce), the evidence of this quiesce.
   platform:
-    description: Target OS/families that can be operated against.
-    support: full
     platforms: linux
 notes:
   - Needs root (stopping services, C(drop_caches), reading other processes' file descriptors).
