@@ -30,7 +30,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 MAX_QUOTED_CHARS = 300
 
@@ -1218,3 +1218,48 @@ def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[s
         else:
             skipped[kname] = why
     return selected, skipped, problems
+
+
+# -- one-line summaries for people (playbooks/discover.yml) ------------------------------------------
+
+_IEC_UNITS = (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def format_iec(size_bytes: Optional[int]) -> str:
+    """Binary size with two decimals and an explicit IEC unit: 1073741824 -> '1.00 GiB'."""
+    if size_bytes is None:
+        return "size?"
+    for unit, limit in _IEC_UNITS:
+        if size_bytes >= limit:
+            return "%.2f %s" % (size_bytes / limit, unit)
+    return "%d bytes" % size_bytes
+
+
+def _disk_line(disk: Mapping[str, Any]) -> str:
+    backing = disk.get("loop_backing_file")
+    identity = disk.get("serial") or ("loop:%s" % backing if backing else None) or "no serial"
+    return ", ".join([disk.get("transport") or "transport?", format_iec(disk.get("size_bytes")), disk.get("model") or "model?",
+                      identity, "health %s" % disk.get("health")])
+
+
+def _target_line(target: Mapping[str, Any]) -> Tuple[str, str]:
+    asked = target.get("target") or {}
+    name = str(next(iter(asked.values()), "?")) if isinstance(asked, Mapping) else str(asked)
+    return name, "%s on %s" % (target.get("class") or "unusable", "+".join(target.get("disks") or []) or "no disk")
+
+
+def discovery_summary(host: Mapping[str, Any], targets_resolved: Sequence[Mapping[str, Any]],
+                      disks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """What discover found on one host, a line per host, target, disk and tool."""
+    memory = host.get("memory_bytes")
+    distribution = host.get("distribution") or {}
+    host_line = "%s, kernel %s, %s CPUs, %s GiB RAM, service manager %s, boot disk %s" % (
+        distribution.get("pretty_name"), host.get("kernel"), host.get("cpu_count"),
+        round(memory / (1 << 30), 1) if isinstance(memory, int) else "?", host.get("service_mgr"),
+        ", ".join(host.get("boot_disks") or []) or "unknown")
+    return {
+        "host": host_line,
+        "tools": {name: (tool or {}).get("version") or "missing" for name, tool in (host.get("tools") or {}).items()},
+        "targets": dict(_target_line(target) for target in targets_resolved),
+        "disks": {name: _disk_line(disk) for name, disk in disks.items()},
+    }

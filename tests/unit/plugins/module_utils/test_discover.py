@@ -789,3 +789,24 @@ def test_every_fixture_has_a_source_note():
             assert note in names, name
             with open(os.path.join(FIXTURES, note)) as handle:
                 assert handle.readline().strip() == "# " + name, note
+
+
+def test_discovery_summary_one_line_per_host_target_disk_and_tool():
+    from ansible_collections.diskproof.fleet.plugins.module_utils._discover import discovery_summary, format_iec
+    host = {"distribution": {"pretty_name": "Debian GNU/Linux 12 (bookworm)"}, "kernel": "6.18.44", "cpu_count": 2,
+            "memory_bytes": 25274720256, "service_mgr": "sysvinit", "boot_disks": {"vda": ["/"]},
+            "tools": {"fio": {"version": "3.33"}, "nvme": {"version": None}}}
+    targets = [{"target": {"path": "/srv/diskproof/d0"}, "class": "filesystem", "disks": ["loop0"]},
+               {"target": {"device": "/dev/sdz"}, "class": None, "disks": []}]
+    disks = {"loop0": {"transport": "loop", "size_bytes": 1073741824, "model": None, "serial": None,
+                       "loop_backing_file": "/dev/shm/d0.img", "health": "unavailable"},
+             "sdb": {"transport": "sata", "size_bytes": 4000787030016, "model": "ST4000NM0035", "serial": "ZC1A2B3C",
+                     "health": "passed"}}
+    assert discovery_summary(host, targets, disks) == {
+        "host": "Debian GNU/Linux 12 (bookworm), kernel 6.18.44, 2 CPUs, 23.5 GiB RAM, service manager sysvinit, boot disk vda",
+        "tools": {"fio": "3.33", "nvme": "missing"},
+        "targets": {"/srv/diskproof/d0": "filesystem on loop0", "/dev/sdz": "unusable on no disk"},
+        "disks": {"loop0": "loop, 1.00 GiB, model?, loop:/dev/shm/d0.img, health unavailable",
+                  "sdb": "sata, 3.64 TiB, ST4000NM0035, ZC1A2B3C, health passed"},
+    }
+    assert [format_iec(n) for n in (None, 512, 1024, 1536 * 1024)] == ["size?", "512 bytes", "1.00 KiB", "1.50 MiB"]
