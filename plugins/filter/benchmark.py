@@ -5,14 +5,14 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, build_plan
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, build_plan, target_identities
 from ansible_collections.diskproof.fleet.plugins.module_utils._sizing import SizingError, buffered_test_size
 
 
-def benchmark_plan(targets, memory_bytes, tests, fio_runtime_s):
+def benchmark_plan(targets, memory_bytes, tests, fio_runtime_s, identities=None):
     """The ordered job list for one host; see module_utils/_plan.py."""
     try:
-        return build_plan(targets, memory_bytes, tests, fio_runtime_s)
+        return build_plan(targets, memory_bytes, tests, fio_runtime_s, identities)
     except PlanError as error:
         raise AnsibleFilterError("diskproof.fleet.benchmark_plan: %s" % error) from error
 
@@ -25,6 +25,14 @@ def buffered_test_size_filter(memory_bytes, block_size):
         raise AnsibleFilterError("diskproof.fleet.buffered_test_size: %s" % error) from error
 
 
+def target_identities_filter(resolved, disks):
+    """Directory -> disk identity, from the discover role's diskproof_targets_resolved and diskproof_disks."""
+    try:
+        return target_identities(resolved, disks)
+    except (AttributeError, TypeError) as error:
+        raise AnsibleFilterError("diskproof.fleet.target_identities needs the discover role's facts: %s" % error) from error
+
+
 class FilterModule:
     """diskproof sizing and planning filters."""
 
@@ -32,4 +40,5 @@ class FilterModule:
         return {
             "benchmark_plan": benchmark_plan,
             "buffered_test_size": buffered_test_size_filter,
+            "target_identities": target_identities_filter,
         }

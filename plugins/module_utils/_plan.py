@@ -12,7 +12,7 @@ them (reads of sparse or never-written files never reach the disk).
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._sizing import SizingError, buffered_test_size
 
@@ -107,8 +107,39 @@ def _fio_rand_read(test_file: str, size_bytes: int, runtime_s: int) -> Job:
     }
 
 
-def build_plan(targets: Sequence[object], memory_bytes: int, tests: Sequence[str], fio_runtime_s: int) -> List[Job]:
-    """Every job for every target, writes before the reads that depend on them."""
+# Disk identity copied into every result record, so the report can group peers by model,
+# firmware and capacity and match a baseline by serial.
+IDENTITY_FIELDS = ("model", "serial", "wwn", "firmware", "size_bytes", "rotational", "transport")
+
+
+def target_identities(resolved: Sequence[Mapping[str, Any]], disks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Directory -> identity of the disk under it, from the discover role's facts.
+
+    A directory on one physical disk gets that disk's identity; one spanning several disks (md,
+    LVM) gets only the list of disks, since no single model or serial applies (and no ``device``,
+    so bench_facts resolves the md/dm device itself for its I/O counters).
+    """
+    identities: Dict[str, Dict[str, Any]] = {}
+    for entry in resolved or []:
+        asked = entry.get("target") or {}
+        path = asked.get("path") if isinstance(asked, Mapping) else None
+        if not isinstance(path, str) or not path:
+            continue
+        names = [name for name in entry.get("disks") or [] if isinstance(name, str)]
+        identity: Dict[str, Any] = {"device": names[0], "disks": names} if len(names) == 1 else {"disks": names}
+        disk = disks.get(names[0]) if len(names) == 1 else None
+        for field in IDENTITY_FIELDS:
+            identity[field] = disk.get(field) if disk else None
+        identities[posixpath.normpath(path)] = identity
+    return identities
+
+
+def build_plan(targets: Sequence[object], memory_bytes: int, tests: Sequence[str], fio_runtime_s: int,
+               identities: Optional[Mapping[str, Mapping[str, Any]]] = None) -> List[Job]:
+    """Every job for every target, writes before the reads that depend on them.
+
+    ``identities`` (from ``target_identities``) adds the disk's identity to each job's target.
+    """
     if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
         raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r" % (targets,))
     if isinstance(fio_runtime_s, bool) or not isinstance(fio_runtime_s, int) or fio_runtime_s < 1:
@@ -136,6 +167,6 @@ def build_plan(targets: Sequence[object], memory_bytes: int, tests: Sequence[str
                 job = builders[test]()
                 if job["phase"] == phase:
                     job["tool"] = job["argv"][0]
-                    job["target"] = {"path": directory, "test_file": test_file}
+                    job["target"] = dict((identities or {}).get(directory) or {}, path=directory, test_file=test_file)
                     jobs.append(job)
     return jobs

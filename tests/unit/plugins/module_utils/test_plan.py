@@ -101,3 +101,26 @@ def test_plan_refuses_bad_input_with_a_message_that_says_what_to_fix(targets, te
 def test_plan_refuses_a_bad_memory_figure():
     with pytest.raises(PlanError, match="memory_bytes must be a positive integer"):
         build_plan([{"path": "/srv/a"}], 0, ["dd_seq_write"], 8)
+
+
+def test_disk_identity_from_discover_facts_reaches_every_job_target():
+    from ansible_collections.diskproof.fleet.plugins.module_utils._plan import target_identities
+    resolved = [
+        {"target": {"path": "/srv/a/"}, "class": "filesystem", "disks": ["sdb"]},
+        {"target": {"path": "/srv/md"}, "class": "filesystem", "disks": ["sdc", "sdd"]},
+        {"target": {"device": "/dev/sde"}, "class": "raw_read", "disks": ["sde"]},
+    ]
+    disks = {"sdb": {"model": "ST4000NM0035", "serial": "ZC1A2B3C", "wwn": "0x5000c500a1b2c3d4", "firmware": "TN05",
+                     "size_bytes": 4000787030016, "rotational": True, "transport": "sata", "health": "passed"}}
+    identities = target_identities(resolved, disks)
+    assert identities == {
+        "/srv/a": {"device": "sdb", "disks": ["sdb"], "model": "ST4000NM0035", "serial": "ZC1A2B3C", "wwn": "0x5000c500a1b2c3d4",
+                   "firmware": "TN05", "size_bytes": 4000787030016, "rotational": True, "transport": "sata"},
+        "/srv/md": {"disks": ["sdc", "sdd"], "model": None, "serial": None, "wwn": None, "firmware": None,
+                    "size_bytes": None, "rotational": None, "transport": None},
+    }
+    jobs = build_plan([{"path": "/srv/a"}, {"path": "/srv/md"}], MIB, ["dd_seq_write"], 8, identities)
+    assert jobs[0]["target"] == dict(identities["/srv/a"], path="/srv/a", test_file="/srv/a/diskproof.testfile")
+    assert "device" not in jobs[1]["target"] and jobs[1]["target"]["disks"] == ["sdc", "sdd"]
+    # Without discover facts the targets stay as they were.
+    assert build_plan([{"path": "/srv/a"}], MIB, ["dd_seq_write"], 8)[0]["target"] == {"path": "/srv/a", "test_file": "/srv/a/diskproof.testfile"}
