@@ -7,24 +7,37 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: report
 type: aggregate
-short_description: Judge diskproof results across the fleet and write report.json and results.csv
+short_description: Judge diskproof results across the fleet; write report.json, results.csv, junit.xml, report.md and report.html
 version_added: 0.1.0
 description:
   - Collects every record of C(ansible_facts.diskproof_results) returned by
     M(diskproof.fleet.bench_facts) as tasks finish (loop items included, and failed tasks that
     still return records), and remembers failed and unreachable hosts and every host a play targeted.
-  - At the end of the playbook it judges each record against the median of its peer group (same
-    test id) and prints a table of host, target, test, MB/s (SI, 10^6 B/s), MiB/s (2^20 B/s), IOPS,
-    verdict and reason, worst first, then the counts by verdict.
-  - "Verdicts: C(pass); C(outlier) (primary metric more than O(outlier_fraction) below the group
-    median, judged only when at least 3 hosts measured that test); C(error) (the record carries an
-    error); C(not_measured) (host unreachable, a task failed without producing a record, or the
-    host produced no record)."
+  - At the end of the playbook it judges each record against its peers (same test, disk model,
+    firmware and capacity; same test and rotational when the model is unknown; see O(peer_group)),
+    against acceptance rules and against a baseline report, and prints a table of host, target,
+    test, MB/s (SI, 10^6 B/s), MiB/s (2^20 B/s), IOPS, verdict and reason, worst first, then the
+    counts by verdict. Rows are coloured only when the output is a terminal (Ansible's colour settings).
+  - "Verdicts, worst first (the precedence when several apply; every finding is kept in the
+    report): C(error) (the record carries an error); C(not_measured) (host unreachable, a task
+    failed without producing a record, or the host produced no record); C(invalid) (the device
+    counters saw less than 95% of the bytes the tool moved: the cache was measured); C(slow) (an
+    acceptance rule fails); C(regressed) (more than O(regression_fraction) below the baseline for
+    the same serial or WWN and test); C(outlier) (more than O(outlier_fraction) below the group
+    median, or a robust z-score below -3.5 while at least 5% below it; judged when at least 3
+    measured); C(unstable) (repeat samples vary more than O(max_cv)); C(pass)."
   - The primary metric is IOPS for random-access or small-block (64 KiB or less) tests that report
     IOPS, otherwise bytes per second (read plus write).
-  - Writes C(report.json) (run metadata, rules, hosts, peer groups, every record with its verdict,
-    summary) and C(results.csv) (one row per record or host problem) into O(report_dir), each
+  - "Acceptance rules come from O(rules_file) when set, otherwise from the variable
+    C(diskproof_acceptance) of a play (play vars or extra vars, read untemplated at play start).
+    Malformed rules or an unreadable baseline do not stop the report: a warning names every bad
+    key, the fleet is judged without them, report.json lists the errors and C(summary.passed) is false."
+  - Writes C(report.json) (run metadata, rules, baseline, hosts, peer groups, every record with
+    its verdict and reasons, summary), C(results.csv) (one row per record or host problem) and
+    C(junit.xml) (a testsuite per host, a testcase per disk and test), C(report.md) and a
+    self-contained C(report.html) (tables and a chart per test) into O(report_dir), each
     atomically. Nothing is written when the run produced no record and no host problem.
+    The format of every file is described in the collection's docs/report.md.
   - A problem inside this callback is reported as a warning and disables the callback; it never
     fails the play.
 requirements:
@@ -33,7 +46,8 @@ requirements:
 options:
   report_dir:
     description:
-      - Directory that receives C(report.json) and C(results.csv); created when missing.
+      - Directory that receives C(report.json), C(results.csv), C(junit.xml), C(report.md) and C(report.html);
+        created when missing.
       - A relative path is relative to the current directory, or to the directory of the
         configuration file when set there.
     type: path
@@ -54,6 +68,60 @@ options:
     ini:
       - section: diskproof_report
         key: outlier_fraction
+  peer_group:
+    description:
+      - How records are grouped for the median. V(identity) compares a disk with disks of the same
+        model, firmware and capacity running the same test (test and rotational when the model is
+        unknown, as for VMs and loop devices); V(test) compares every record of a test.
+    type: str
+    choices: [identity, test]
+    default: identity
+    env:
+      - name: DISKPROOF_PEER_GROUP
+    ini:
+      - section: diskproof_report
+        key: peer_group
+  max_cv:
+    description:
+      - A record whose repeat C(samples) have a coefficient of variation (sample standard deviation
+        over mean) above this is C(unstable). Between 0 and 1, exclusive.
+    type: float
+    default: 0.05
+    env:
+      - name: DISKPROOF_MAX_CV
+    ini:
+      - section: diskproof_report
+        key: max_cv
+  regression_fraction:
+    description:
+      - A record more than this fraction below the baseline value for the same disk (serial, else
+        WWN) and test is C(regressed). Between 0 and 1, exclusive. Needs O(baseline_file).
+    type: float
+    default: 0.10
+    env:
+      - name: DISKPROOF_REGRESSION_FRACTION
+    ini:
+      - section: diskproof_report
+        key: regression_fraction
+  rules_file:
+    description:
+      - YAML file of acceptance rules (C(rules:) list; see docs/report.md). When set it is used
+        instead of the play variable C(diskproof_acceptance).
+    type: path
+    env:
+      - name: DISKPROOF_RULES_FILE
+    ini:
+      - section: diskproof_report
+        key: rules_file
+  baseline_file:
+    description:
+      - A previous C(report.json) to judge regressions against.
+    type: path
+    env:
+      - name: DISKPROOF_BASELINE_FILE
+    ini:
+      - section: diskproof_report
+        key: baseline_file
 """
 
 EXAMPLES = r"""
@@ -64,6 +132,8 @@ EXAMPLES = r"""
 # [diskproof_report]
 # report_dir = ./diskproof-report
 # outlier_fraction = 0.15
+# rules_file = acceptance.yml
+# baseline_file = ./last-month/report.json
 #
 # or for one run:
 #   ANSIBLE_CALLBACKS_ENABLED=diskproof.fleet.report DISKPROOF_REPORT_DIR=/tmp/rack6 \
@@ -82,21 +152,43 @@ import tempfile
 from collections.abc import Mapping
 
 import yaml
+from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _junit, _render
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"
+JUNIT_XML = "junit.xml"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+ACCEPTANCE_VARIABLE = "diskproof_acceptance"
 CSV_COLUMNS = (
     "host", "target_path", "device", "test", "tool", "verdict", "reason",
     "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error",
+    "serial", "model",
 )
+# Console colour per verdict; Display drops it when stdout is not a terminal or colour is off.
+VERDICT_COLORS = {
+    _aggregate.VERDICT_PASS: None,
+    _aggregate.VERDICT_UNSTABLE: C.COLOR_WARN,
+}
 TABLE_COLUMNS = ("host", "target", "device", "test", "MB/s", "MiB/s", "IOPS", "verdict", "reason")
 NUMERIC_COLUMNS = frozenset(("MB/s", "MiB/s", "IOPS"))
 TABLE_REASON_MAX = 110
 MIB = 2 ** 20
 TASK_FAILED_PREFIX = "Task failed: "
+
+
+def _plain(value):
+    """Plain dict/list/str/number copy of a variable value (2.19 tags values with their origin)."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
 
 
 def _utc_now() -> str:
@@ -185,6 +277,11 @@ def _align(cells, widths) -> str:
     return "  ".join(parts).rstrip()
 
 
+def verdict_color(verdict: str) -> str | None:
+    """Ansible colour name of a verdict's row: none for pass, warning for unstable, error otherwise."""
+    return VERDICT_COLORS.get(verdict, C.COLOR_ERROR)
+
+
 def render_table(report: Mapping) -> list[str]:
     """Console lines: title, header, one row per entry (already worst first), verdict counts."""
     rows = [_table_row(entry) for entry in report["results"]]
@@ -196,7 +293,8 @@ def render_table(report: Mapping) -> list[str]:
         _align(["-" * width for width in widths], widths),
     ]
     lines.extend(_align(row, widths) for row in rows)
-    lines.append("verdicts: " + ", ".join("%s %d" % (verdict, count) for verdict, count in summary["counts"].items()))
+    lines.append("verdicts: " + ", ".join("%s %d" % (verdict, count) for verdict, count in summary["counts"].items() if count)
+                 + "; acceptance %s" % ("passed" if summary["passed"] else "FAILED"))
     return lines
 
 
@@ -212,11 +310,12 @@ def render_csv(report: Mapping) -> str:
     for entry in report["results"]:
         record = entry.get("record") or {}
         metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
+        target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
         writer.writerow([_csv_value(value) for value in (
             entry["host"], entry.get("target_path"), entry.get("device"), entry.get("test"), record.get("tool"),
             entry["verdict"], entry.get("reason"),
             metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
-            record.get("seconds"), record.get("bytes"), record.get("error"),
+            record.get("seconds"), record.get("bytes"), record.get("error"), entry.get("serial"), target.get("model"),
         )])
     return buffer.getvalue()
 
@@ -278,7 +377,10 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, display=None, options=None):
         self._report_dir = None
-        self._outlier_fraction = _aggregate.DEFAULT_OUTLIER_FRACTION
+        self._settings = _aggregate.make_settings()
+        self._rules_file = None
+        self._baseline_file = None
+        self._play_acceptance = None
         self._records_by_host: dict[str, list[dict]] = {}
         self._host_statuses: dict[str, dict] = {}
         self._inventory_size = None
@@ -290,7 +392,14 @@ class CallbackModule(CallbackBase):
     def set_options(self, task_keys=None, var_options=None, direct=None):
         super().set_options(task_keys=task_keys, var_options=var_options, direct=direct)
         self._report_dir = self.get_option("report_dir")
-        self._outlier_fraction = _aggregate.validate_outlier_fraction(self.get_option("outlier_fraction"))
+        self._settings = _aggregate.make_settings(
+            outlier_fraction=self.get_option("outlier_fraction"),
+            peer_group=self.get_option("peer_group"),
+            max_cv=self.get_option("max_cv"),
+            regression_fraction=self.get_option("regression_fraction"),
+        )
+        self._rules_file = self.get_option("rules_file")
+        self._baseline_file = self.get_option("baseline_file")
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -337,6 +446,10 @@ class CallbackModule(CallbackBase):
         for host in inventory.get_hosts(play.hosts):
             self._host_status(host.get_name())
         self._inventory_size = len(inventory.get_hosts("all", ignore_limits=True, ignore_restrictions=True))
+        # Play vars and extra vars, untemplated; the last play that sets the variable wins.
+        play_vars = play.get_variable_manager().get_vars(play=play)
+        if ACCEPTANCE_VARIABLE in play_vars:
+            self._play_acceptance = _plain(play_vars[ACCEPTANCE_VARIABLE])
 
     @_guarded
     def v2_runner_on_ok(self, result):
@@ -369,10 +482,59 @@ class CallbackModule(CallbackBase):
         if not self._records_by_host and not any(status["problems"] for status in self._host_statuses.values()):
             self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
             return
-        report = _aggregate.build_report(self._records_by_host, self._host_statuses, self._run_metadata(), self._outlier_fraction)
-        self._display.display("\n".join(render_table(report)))
-        json_path, csv_path = self._write(report)
-        self._display.display("report: %s (also %s)" % (json_path, csv_path))
+        report = self._build_report()
+        for line, entry in zip(render_table(report), [None, None, None] + list(report["results"]) + [None]):
+            color = verdict_color(entry["verdict"]) if entry is not None else None
+            if entry is None and line.startswith("verdicts: ") and not report["summary"]["passed"]:
+                color = C.COLOR_ERROR
+            self._display.display(line, color=color)
+        json_path, *other_paths = self._write(report)
+        self._display.display("report: %s (also %s)" % (json_path, ", ".join(other_paths)))
+
+    # -- judgement -------------------------------------------------------------------------
+
+    def _acceptance(self) -> tuple:
+        """(raw acceptance, source, errors): the rules file when set, else the play variable."""
+        if self._rules_file:
+            try:
+                with open(self._rules_file, encoding="utf-8") as stream:
+                    return yaml.safe_load(stream), self._rules_file, []
+            except (OSError, yaml.YAMLError) as exc:
+                return None, self._rules_file, ["cannot read %s: %s" % (self._rules_file, exc)]
+        if self._play_acceptance is not None:
+            return self._play_acceptance, "variable " + ACCEPTANCE_VARIABLE, []
+        return None, None, []
+
+    def _baseline(self) -> tuple:
+        """(baseline report, errors) from baseline_file; (None, []) when not set."""
+        if not self._baseline_file:
+            return None, []
+        try:
+            with open(self._baseline_file, encoding="utf-8") as stream:
+                baseline = json.load(stream)
+            _aggregate.baseline_index(baseline)
+            return baseline, []
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON, and BaselineError
+            return None, ["cannot use %s: %s" % (self._baseline_file, exc)]
+
+    def _build_report(self) -> dict:
+        acceptance, rules_source, rules_errors = self._acceptance()
+        if not rules_errors:
+            try:
+                _aggregate.validate_rules(acceptance)
+            except _aggregate.RulesError as exc:
+                rules_errors = exc.errors
+        if rules_errors:
+            acceptance = None
+            self._display.warning("%s: acceptance rules from %s not used: %s" % (self.CALLBACK_NAME, rules_source, "; ".join(rules_errors)))
+        baseline, baseline_errors = self._baseline()
+        if baseline_errors:
+            self._display.warning("%s: baseline not used: %s" % (self.CALLBACK_NAME, "; ".join(baseline_errors)))
+        return _aggregate.build_report(
+            self._records_by_host, self._host_statuses, self._run_metadata(), settings=self._settings,
+            acceptance=acceptance, rules_source=rules_source, rules_errors=rules_errors,
+            baseline=baseline, baseline_source=self._baseline_file, baseline_errors=baseline_errors,
+        )
 
     # -- output ----------------------------------------------------------------------------
 
@@ -388,11 +550,20 @@ class CallbackModule(CallbackBase):
             "targeted_hosts": len(self._host_statuses),
         }
 
-    def _write(self, report: dict) -> tuple[str, str]:
+    def _write(self, report: dict) -> list[str]:
+        """Every report file, each written atomically; report.json first."""
         report_dir = os.path.abspath(self._report_dir)
         os.makedirs(report_dir, exist_ok=True)
-        json_path = os.path.join(report_dir, REPORT_JSON)
-        csv_path = os.path.join(report_dir, RESULTS_CSV)
-        write_atomically(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-        write_atomically(csv_path, render_csv(report))
-        return json_path, csv_path
+        renderers = (
+            (REPORT_JSON, lambda: json.dumps(report, indent=2, sort_keys=True) + "\n"),
+            (RESULTS_CSV, lambda: render_csv(report)),
+            (JUNIT_XML, lambda: _junit.render_junit(report)),
+            (REPORT_MD, lambda: _render.render_markdown(report)),
+            (REPORT_HTML, lambda: _render.render_html(report)),
+        )
+        paths = []
+        for name, render in renderers:
+            path = os.path.join(report_dir, name)
+            write_atomically(path, render())
+            paths.append(path)
+        return paths

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """diskproof.fleet.report driven for real: ansible-playbook runs a fleet of local hosts (plus a
 failing and an unreachable one) whose tasks return synthetic schema 1 records through the
-test module library/emit_records.py; the table, report.json and results.csv are checked exactly."""
+test module library/emit_records.py; the table, report.json, results.csv and junit.xml are checked
+exactly, report.json against docs/report.schema.json and junit.xml against junit.xsd (see junit.xsd.src.md)."""
 from __future__ import annotations
 
 import csv
@@ -11,10 +12,13 @@ import json
 import re
 import socket
 import sys
+from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from ansible.release import __version__ as ansible_version
+from lxml import etree
 
 SEQ_BLOCK_SIZE = 1048576
 RAND_BLOCK_SIZE = 4096
@@ -144,8 +148,8 @@ EXPECTED_TABLE = [
     "n01   /srv/diskproof/d0  sdb     fio_rand_read   81.9   78.1  20000  pass          +1.3% vs median 19750 IOPS (n=4)",
     "n02   /srv/diskproof/d0  sdb     dd_seq_write   205.0  195.5      -  pass          +2.5% vs median 200.0 MB/s (n=3)",
     "n02   /srv/diskproof/d0  sdb     fio_rand_read   86.0   82.0  21000  pass          +6.3% vs median 19750 IOPS (n=4)",
-    "verdicts: error 2, not_measured 3, outlier 2, pass 5",
-    "report: {dir}/report.json (also {dir}/results.csv)",
+    "verdicts: error 2, not_measured 3, outlier 2, pass 5; acceptance FAILED",
+    "report: {dir}/report.json (also {dir}/results.csv, {dir}/junit.xml, {dir}/report.md, {dir}/report.html)",
 ]
 
 # (host, test, target path, verdict), worst first, exactly once each: loop summaries add nothing.
@@ -165,7 +169,7 @@ EXPECTED_ENTRIES = [
 ]
 
 CSV_HEADER = ["host", "target_path", "device", "test", "tool", "verdict", "reason",
-              "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error"]
+              "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error", "serial", "model"]
 EXPECTED_CSV_ROWS = [
     ["n03", D1, "sdc", "fio_rand_read", "fio", "error", IO_ERROR, "", "", "", "", "10.0", "0", IO_ERROR],
     ["n04", D0, "sdb", "dd_seq_write", "dd", "error", NO_SPACE, "", "", "", "", "5.0", "52428800", NO_SPACE],
@@ -183,7 +187,7 @@ EXPECTED_CSV_ROWS = [
     ["n02", D0, "sdb", "fio_rand_read", "fio", "pass", "+6.3% vs median 19750 IOPS (n=4)", "86016000.0", "", "21000.0", "", "10.0", "860160000", ""],
 ]
 
-EXPECTED_COUNTS = {"error": 2, "not_measured": 3, "outlier": 2, "pass": 5}
+EXPECTED_COUNTS = {"error": 2, "not_measured": 3, "invalid": 0, "slow": 0, "regressed": 0, "outlier": 2, "unstable": 0, "pass": 5}
 EXPECTED_HOSTS = {
     "n01": {"status": "ok", "records": 3, "problems": []},
     "n02": {"status": "failed", "records": 2, "problems": [{"task": "Random read", "status": "failed", "message": "fio exited 1 without output"}]},
@@ -193,9 +197,12 @@ EXPECTED_HOSTS = {
             "problems": [{"task": "Preflight", "status": "failed", "message": "preflight refused: /srv/diskproof/d0 is mounted read-only"}]},
     "n06": {"status": "unreachable", "records": 0, "problems": [{"task": "Sequential write", "status": "unreachable", "message": UNREACHABLE}]},
 }
+# No model in the synthetic records: grouped by test and rotational (unknown).
 EXPECTED_GROUPS = [
-    {"key": ["dd_seq_write"], "metric": "bytes_per_s", "measured": 3, "median": 200e6, "mad": 5e6, "judged": True},
-    {"key": ["fio_rand_read"], "metric": "iops", "measured": 4, "median": 19750.0, "mad": 750.0, "judged": True},
+    {"key": ["dd_seq_write", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 3, "median": 200e6, "mad": 5e6,
+     "min": 150e6, "max": 205e6, "judged": True},
+    {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "iops", "measured": 4, "median": 19750.0, "mad": 750.0,
+     "min": 12000.0, "max": 21000.0, "judged": True},
 ]
 UTC_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 WARNING_TEXT = "diskproof.fleet.report disabled after an error in"
@@ -256,10 +263,15 @@ def test_report_json_summary(fleet_report):
 
 
 def test_report_json_hosts_groups_rules(fleet_report):
-    assert fleet_report["report_schema"] == 1
+    assert fleet_report["report_schema"] == 2
     assert fleet_report["hosts"] == EXPECTED_HOSTS
     assert fleet_report["groups"] == EXPECTED_GROUPS
-    assert fleet_report["rules"] == {"outlier_fraction": 0.15, "min_peers": 3, "small_block_max_bytes": 65536, "peer_group": ["test"]}
+    rules = dict(fleet_report["rules"])
+    assert rules.pop("verdict_precedence") == ["error", "not_measured", "invalid", "slow", "regressed", "outlier", "unstable", "pass"]
+    assert rules == {"outlier_fraction": 0.15, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
+                     "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "cache_bypass_min_fraction": 0.95,
+                     "acceptance": [], "source": None, "errors": []}
+    assert fleet_report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "errors": []}
 
 
 def test_report_json_run_metadata(fleet_report, playbook_runner):
@@ -309,13 +321,14 @@ def test_results_csv_rows(fleet_run):
     with open(fleet_run[1] / "results.csv", newline="", encoding="utf-8") as stream:
         rows = list(csv.reader(stream))
     assert rows[0] == CSV_HEADER
-    assert rows[1:] == EXPECTED_CSV_ROWS
+    # serial and model: the synthetic records carry neither.
+    assert rows[1:] == [row + ["", ""] for row in EXPECTED_CSV_ROWS]
 
 
 def test_report_files_written_atomically_and_readable(fleet_run):
     names = sorted(path.name for path in fleet_run[1].iterdir())
     # No temp file left behind, both files shareable.
-    assert names == ["report.json", "results.csv"]
+    assert names == ["junit.xml", "report.html", "report.json", "report.md", "results.csv"]
     assert all((fleet_run[1] / name).stat().st_mode & 0o777 == 0o644 for name in names)
 
 
@@ -330,13 +343,15 @@ def test_options_from_env_and_ini(playbook_runner, how):
         config = "[defaults]\n\n[diskproof_report]\nreport_dir = ini-report\noutlier_fraction = 0.3\n"
         completed = playbook_runner.run(FLEET_INVENTORY, FLEET_PLAYBOOK, config_text=config)
     report = json.loads((report_dir / "report.json").read_text())
-    verdicts = {(entry["host"], entry["test"], entry["target_path"]): entry["verdict"] for entry in report["results"]}
-    # 25 % below the median passes a 30 % limit; 39 % below still does not.
-    assert verdicts[("n03", "dd_seq_write", D0)] == "pass"
-    assert verdicts[("n03", "fio_rand_read", D0)] == "outlier"
+    reasons = {(entry["host"], entry["test"], entry["target_path"]): (entry["verdict"], entry["reason"]) for entry in report["results"]}
+    # 25 % below the median is within a 30 % limit, but 6.7 robust z below a tight group (MAD 5 MB/s);
+    # 39 % below breaks the 30 % limit.
+    assert reasons[("n03", "dd_seq_write", D0)] == ("outlier", "-25.0% vs median 200.0 MB/s (n=3), robust z -6.7 < -3.5")
+    assert reasons[("n03", "fio_rand_read", D0)] == ("outlier", "-39.2% vs median 19750 IOPS (n=4), limit -30%")
     assert report["rules"]["outlier_fraction"] == 0.3
-    assert report["summary"]["counts"] == {"error": 2, "not_measured": 3, "outlier": 1, "pass": 6}
-    assert report_block(completed.stdout)[-1] == "report: %s/report.json (also %s/results.csv)" % (report_dir, report_dir)
+    assert report["summary"]["counts"] == EXPECTED_COUNTS
+    assert report_block(completed.stdout)[-1] == (
+        "report: {0}/report.json (also {0}/results.csv, {0}/junit.xml, {0}/report.md, {0}/report.html)".format(report_dir))
 
 
 OK_INVENTORY = {"all": {"hosts": {"n01": local_host()}}}
@@ -372,6 +387,184 @@ def test_ansible_doc_renders(playbook_runner):
     assert completed.returncode == 0, completed.stderr
     text = _one_line(completed.stdout)
     expected_phrases = ("report_dir", "DISKPROOF_REPORT_DIR", "[diskproof_report]", "outlier_fraction", "DISKPROOF_OUTLIER_FRACTION",
-                        "default: ./diskproof-report")
+                        "default: ./diskproof-report", "rules_file", "DISKPROOF_RULES_FILE", "baseline_file", "DISKPROOF_BASELINE_FILE",
+                        "peer_group", "DISKPROOF_PEER_GROUP", "max_cv", "DISKPROOF_MAX_CV", "regression_fraction", "DISKPROOF_REGRESSION_FRACTION")
     for expected in expected_phrases:
         assert expected in text, expected
+
+
+# ---------------------------------------------------------------------------------------------
+# report.json against the shipped schema, junit.xml against the JUnit XSD
+# ---------------------------------------------------------------------------------------------
+
+SCHEMA_PATH = Path(__file__).resolve().parents[4] / "docs" / "report.schema.json"
+JUNIT_XSD = Path(__file__).resolve().parent / "junit.xsd"
+
+
+def test_report_json_validates_against_the_shipped_schema(fleet_report):
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(fleet_report)
+
+
+def test_markdown_and_html_are_rendered_from_the_same_report(fleet_run):
+    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+    report = json.loads((fleet_run[1] / "report.json").read_text())
+    assert (fleet_run[1] / "report.md").read_text() == _render.render_markdown(report)
+    assert (fleet_run[1] / "report.html").read_text() == _render.render_html(report)
+
+
+def test_junit_xml_validates_against_the_junit_xsd(fleet_run):
+    schema = etree.XMLSchema(etree.parse(str(JUNIT_XSD)))
+    document = etree.parse(str(fleet_run[1] / "junit.xml"))
+    schema.assertValid(document)
+
+
+def test_junit_xml_suites_cases_failures(fleet_run):
+    root = etree.parse(str(fleet_run[1] / "junit.xml")).getroot()
+    suites = {suite.get("name"): suite for suite in root.findall("testsuite")}
+    assert sorted(suites) == ["n01", "n02", "n03", "n04", "n05", "n06"]
+    counts = {name: (suite.get("tests"), suite.get("failures"), suite.get("errors")) for name, suite in suites.items()}
+    assert counts == {"n01": ("3", "0", "0"), "n02": ("3", "0", "1"), "n03": ("3", "2", "1"), "n04": ("1", "0", "1"),
+                      "n05": ("1", "0", "1"), "n06": ("1", "0", "1")}
+    n03 = {case.get("name"): case for case in suites["n03"].findall("testcase")}
+    assert sorted(n03) == ["dd_seq_write /srv/diskproof/d0", "fio_rand_read /srv/diskproof/d0", "fio_rand_read /srv/diskproof/d1"]
+    failure = n03["dd_seq_write /srv/diskproof/d0"].find("failure")
+    assert (failure.get("type"), failure.get("message")) == ("outlier", "-25.0% vs median 200.0 MB/s (n=3), limit -15%")
+    assert n03["fio_rand_read /srv/diskproof/d1"].find("error").get("type") == "error"
+    unreachable = suites["n06"].find("testcase")
+    assert unreachable.get("name") == "host problem"
+    assert unreachable.find("error").get("message") == "unreachable: " + UNREACHABLE
+
+
+# ---------------------------------------------------------------------------------------------
+# rules, baseline, colour
+# ---------------------------------------------------------------------------------------------
+
+def identified(rate, serial):
+    record = seq_write(D0, "sda", rate)
+    record["target"].update(model="ST4000NM0035", firmware="TN04", size_bytes=4000787030016, serial=serial, wwn=None, rotational=True,
+                            transport="sata")
+    return record
+
+
+RULES_YAML = """\
+rules:
+  - name: archive HDDs
+    match: {test: dd_seq_write, model: "ST4000*"}
+    min_write_mb_per_s: 150
+"""
+RULED_INVENTORY = {"all": {"hosts": {"n01": local_host(), "n02": local_host(), "n03": local_host(), "n04": local_host()}}}
+RULED_RECORDS = {"n01": [identified(200e6, "ZC1")], "n02": [identified(205e6, "ZC2")], "n03": [identified(195e6, "ZC3")],
+                 "n04": [identified(140e6, "ZC4")]}
+
+
+def ruled_playbook(play_vars=None):
+    return [{"name": "Identified disks", "hosts": "n0*", "gather_facts": False, "vars": dict({"records": RULED_RECORDS}, **(play_vars or {})),
+             "tasks": [{"name": "Sequential write", "ansible.legacy.emit_records": {"records": "{{ records[inventory_hostname] }}"}}]}]
+
+
+def _verdicts(report):
+    return {entry["host"]: (entry["verdict"], entry["reason"]) for entry in report["results"]}
+
+
+def test_rules_file_and_baseline(playbook_runner):
+    rules_file = playbook_runner.workdir / "acceptance.yml"
+    rules_file.write_text(RULES_YAML)
+    baseline_file = playbook_runner.workdir / "baseline.json"
+    baseline_file.write_text(json.dumps({"report_schema": 1, "run": {"started": "2026-10-01T00:00:00Z"},
+                                         "results": [{"record": identified(230e6, "ZC3")}, {"record": identified(150e6, "ZC4")}]}))
+    report_dir = playbook_runner.workdir / "out"
+    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook(), {
+        "DISKPROOF_REPORT_DIR": str(report_dir), "DISKPROOF_RULES_FILE": str(rules_file), "DISKPROOF_BASELINE_FILE": str(baseline_file)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert _verdicts(report) == {
+        "n01": ("pass", "+1.3% vs median 197.5 MB/s (n=4)"),
+        "n02": ("pass", "+3.8% vs median 197.5 MB/s (n=4)"),
+        "n03": ("regressed", "-15.2% vs baseline 230.0 MB/s (serial ZC3), limit -10%"),
+        "n04": ("slow", "rule 1 'archive HDDs': write 140.0 MB/s < minimum 150.0 MB/s"),
+    }
+    n04 = next(entry for entry in report["results"] if entry["host"] == "n04")
+    assert [finding["verdict"] for finding in n04["reasons"]] == ["slow", "outlier"]
+    assert report["rules"]["source"] == str(rules_file)
+    assert report["baseline"]["source"] == str(baseline_file) and report["baseline"]["disks_tests"] == 2
+    assert report["summary"]["passed"] is False
+    assert report["groups"][0]["key"] == ["dd_seq_write", "model=ST4000NM0035", "firmware=TN04", "size_bytes=4000787030016"]
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(report)
+    etree.XMLSchema(etree.parse(str(JUNIT_XSD))).assertValid(etree.parse(str(report_dir / "junit.xml")))
+
+
+def test_rules_from_the_play_variable(playbook_runner):
+    report_dir = playbook_runner.workdir / "out"
+    acceptance = yaml.safe_load(RULES_YAML)
+    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook({"diskproof_acceptance": acceptance}), {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["rules"]["source"] == "variable diskproof_acceptance"
+    assert _verdicts(report)["n04"][0] == "slow"
+
+
+def test_malformed_rules_warn_are_reported_and_fail_the_summary_not_the_play(playbook_runner):
+    rules_file = playbook_runner.workdir / "acceptance.yml"
+    rules_file.write_text("rules:\n  - match: {modle: ST4000*}\n    min_write_mb_per_s: 150\n")
+    report_dir = playbook_runner.workdir / "out"
+    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook(), {"DISKPROOF_REPORT_DIR": str(report_dir), "DISKPROOF_RULES_FILE": str(rules_file)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    error = "rules[0].match.modle: unknown key (allowed: class, firmware, host, model, rotational, serial, test, transport, wwn)"
+    assert "acceptance rules from %s not used: %s" % (rules_file, error) in _one_line(completed.stderr)
+    assert WARNING_TEXT not in _one_line(completed.stderr)
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["rules"]["errors"] == [error]
+    assert report["rules"]["acceptance"] == []
+    # Judged without rules: n04 is only an outlier.
+    assert _verdicts(report)["n04"][0] == "outlier"
+    assert report["summary"]["input_errors"] == ["rules: " + error]
+
+
+def test_unreadable_baseline_warns(playbook_runner):
+    report_dir = playbook_runner.workdir / "out"
+    missing = playbook_runner.workdir / "missing.json"
+    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook(), {"DISKPROOF_REPORT_DIR": str(report_dir), "DISKPROOF_BASELINE_FILE": str(missing)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "baseline not used: cannot use %s" % missing in _one_line(completed.stderr)
+    report = json.loads((report_dir / "report.json").read_text())
+    assert len(report["baseline"]["errors"]) == 1 and report["summary"]["passed"] is False
+
+
+@pytest.mark.parametrize(("extra_env", "coloured"), [
+    ({"ANSIBLE_NOCOLOR": "0"}, False),  # captured output is not a terminal
+    ({"ANSIBLE_NOCOLOR": "0", "ANSIBLE_FORCE_COLOR": "1"}, True),
+])
+def test_table_colour_only_on_a_terminal(playbook_runner, extra_env, coloured):
+    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook(), dict(extra_env, DISKPROOF_REPORT_DIR=str(playbook_runner.workdir / "out")))
+    lines = completed.stdout.splitlines()
+    start = next(index for index, line in enumerate(lines) if "diskproof fleet report" in line)
+    table = lines[start:start + 9]
+    assert any("\x1b[" in line for line in table) is coloured
+
+
+# ---------------------------------------------------------------------------------------------
+# the filters in a playbook
+# ---------------------------------------------------------------------------------------------
+
+def test_fleet_report_and_report_summary_filters(playbook_runner):
+    playbook = ruled_playbook() + [{"name": "Judge on the controller", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Report", "ansible.builtin.set_fact": {"fleet": (
+            "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars) | map(attribute='diskproof_results', default=[])))"
+            " | diskproof.fleet.fleet_report(rules=acceptance) }}")}},
+        {"name": "Summary", "ansible.builtin.copy": {"content": "{{ fleet | diskproof.fleet.report_summary | to_json }}",
+                                                     "dest": str(playbook_runner.workdir / "summary.json")}},
+        {"name": "Bad rules fail loudly", "ansible.builtin.debug": {"msg": "{{ {} | diskproof.fleet.fleet_report(rules={'rules': [{}]}) }}"},
+         "register": "bad", "ignore_errors": True},
+        {"name": "Keep the error", "ansible.builtin.copy": {"content": "{{ bad.msg }}", "dest": str(playbook_runner.workdir / "bad.txt")}},
+    ], "vars": {"acceptance": yaml.safe_load(RULES_YAML)}}]
+    inventory = {"all": {"hosts": dict(RULED_INVENTORY["all"]["hosts"], localhost=local_host())}}
+    completed = playbook_runner.run(inventory, playbook, {"DISKPROOF_REPORT_DIR": str(playbook_runner.workdir / "out")})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    summary = json.loads((playbook_runner.workdir / "summary.json").read_text())
+    assert summary["passed"] is False
+    # localhost is in groups['all'] and produced nothing: not_measured, never dropped.
+    assert summary["failing_hosts"] == ["localhost", "n04"]
+    assert summary["counts"]["slow"] == 1 and summary["counts"]["not_measured"] == 1
+    assert "bad rules: rules[0]: states no limit" in (playbook_runner.workdir / "bad.txt").read_text()

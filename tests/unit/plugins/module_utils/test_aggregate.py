@@ -134,7 +134,7 @@ def test_primary_metric(case, rec, expected):
     assert agg.primary_metric(rec) == expected, case
 
 
-def test_peer_group_key_is_the_test_id():
+def test_peer_group_key_without_model_is_test_and_rotational():
     assert agg.peer_group_key(write(1.0, test="dd_seq_write", path="/a", device="sda")) == agg.peer_group_key(write(2.0, path="/b", device="sdz"))
     assert agg.peer_group_key(write(1.0)) != agg.peer_group_key(write(1.0, test="dd_seq_read"))
 
@@ -205,10 +205,14 @@ def test_groups_are_per_test_and_per_metric():
         ("h4", "fio_rand_read", "/srv/d0", "pass"),
     ]
     assert verdict_and_reason(entries, "h4") == [("pass", "not compared: 1 measured in group (< 3)")]
+    # Deliberate change (report schema 2): keys carry the fallback identity, rows min, max and basis.
     assert agg.group_statistics(records_by_host) == [
-        {"key": ["dd_seq_write"], "metric": "bytes_per_s", "measured": 3, "median": 200e6, "mad": 0.0, "judged": True},
-        {"key": ["fio_rand_read"], "metric": "bytes_per_s", "measured": 1, "median": 1.0, "mad": 0.0, "judged": False},
-        {"key": ["fio_rand_read"], "metric": "iops", "measured": 3, "median": 20000.0, "mad": 0.0, "judged": True},
+        {"key": ["dd_seq_write", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 3, "median": 200e6,
+         "mad": 0.0, "min": 200e6, "max": 200e6, "judged": True},
+        {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 1, "median": 1.0,
+         "mad": 0.0, "min": 1.0, "max": 1.0, "judged": False},
+        {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "iops", "measured": 3, "median": 20000.0,
+         "mad": 0.0, "min": 10000.0, "max": 20000.0, "judged": True},
     ]
 
 
@@ -252,10 +256,12 @@ def test_every_targeted_host_appears_worst_first():
 def test_summary_counts_every_verdict_and_lists_failing_worst_first():
     entries = judge({"h1": [write(200e6)], "h2": [write(205e6)], "h3": [write(150e6)]})
     summary = agg.summarize(entries)
-    assert summary["counts"] == {"error": 0, "not_measured": 0, "outlier": 1, "pass": 2}
+    assert summary["counts"] == {"error": 0, "not_measured": 0, "invalid": 0, "slow": 0, "regressed": 0, "outlier": 1, "unstable": 0, "pass": 2}
     assert summary["total"] == 3
-    assert summary["failing"] == [{"host": "h3", "target_path": "/srv/d0", "device": "sdb", "test": "dd_seq_write", "verdict": "outlier",
-                                   "reason": "-25.0% vs median 200.0 MB/s (n=3), limit -15%"}]
+    assert summary["failing"] == [{"host": "h3", "target_path": "/srv/d0", "device": "sdb", "serial": None, "test": "dd_seq_write",
+                                   "verdict": "outlier", "reason": "-25.0% vs median 200.0 MB/s (n=3), limit -15%"}]
+    assert summary["failing_hosts"] == ["h3"]
+    assert summary["passed"] is False
 
 
 @pytest.mark.parametrize("fraction", [0, 1, -0.1, 1.5, "0.15", None, True])
@@ -275,17 +281,24 @@ def test_build_report_shape_and_inputs_untouched():
     run = {"started": "2026-11-22T00:00:00Z", "finished": "2026-11-22T00:01:00Z", "inventory_size": 4}
     report = agg.build_report(records_by_host, statuses, run, 0.2)
     assert (records_by_host, statuses) == before
-    assert sorted(report) == ["groups", "hosts", "report_schema", "results", "rules", "run", "summary"]
-    assert report["report_schema"] == 1
+    # Deliberate change (report schema 2): a baseline section, more rules, peer_group is the option value.
+    assert sorted(report) == ["baseline", "groups", "hosts", "report_schema", "results", "rules", "run", "summary"]
+    assert report["report_schema"] == 2
     assert report["run"] == run
-    assert report["rules"] == {"outlier_fraction": 0.2, "min_peers": 3, "small_block_max_bytes": 65536, "peer_group": ["test"]}
+    assert report["rules"] == {
+        "outlier_fraction": 0.2, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
+        "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "cache_bypass_min_fraction": 0.95,
+        "verdict_precedence": ["error", "not_measured", "invalid", "slow", "regressed", "outlier", "unstable", "pass"],
+        "acceptance": [], "source": None, "errors": [],
+    }
+    assert report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "errors": []}
     assert report["hosts"] == {
         "h1": {"status": "ok", "records": 1, "problems": []},
         "h2": {"status": "ok", "records": 1, "problems": []},
         "h3": {"status": "ok", "records": 1, "problems": []},
         "h4": {"status": "unreachable", "records": 0, "problems": [{"task": "W", "status": "unreachable", "message": "x"}]},
     }
-    assert report["summary"]["counts"] == {"error": 0, "not_measured": 1, "outlier": 1, "pass": 2}
+    assert report["summary"]["counts"] == {"error": 0, "not_measured": 1, "invalid": 0, "slow": 0, "regressed": 0, "outlier": 1, "unstable": 0, "pass": 2}
     outlier = report["results"][1]
     assert outlier["record"] == records_by_host["h3"][0]
     assert outlier["primary_metric"] == {"name": "bytes_per_s", "value": 150e6}
@@ -296,3 +309,310 @@ def test_build_report_shape_and_inputs_untouched():
 def test_build_report_rejects_a_bad_fraction():
     with pytest.raises(ValueError):
         agg.build_report({}, {}, {}, 1.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# peer groups by disk identity
+# ---------------------------------------------------------------------------------------------
+
+def disk(rate, model="ST4000NM0035", firmware="TN04", size_bytes=4000787030016, serial=None, rotational=True, transport="sata", **kwargs):
+    rec = write(rate, **kwargs)
+    rec["target"].update(model=model, firmware=firmware, size_bytes=size_bytes, serial=serial, wwn=None, rotational=rotational,
+                         transport=transport)
+    return rec
+
+
+@pytest.mark.parametrize(("case", "rec", "peer_group", "expected"), [
+    ("identity", disk(1.0), "identity", ("dd_seq_write", "model=ST4000NM0035", "firmware=TN04", "size_bytes=4000787030016")),
+    ("no model: test and rotational", disk(1.0, model=None, rotational=False), "identity", ("dd_seq_write", "rotational=false")),
+    ("nothing known", write(1.0), "identity", ("dd_seq_write", "rotational=null")),
+    ("null firmware kept", disk(1.0, firmware=None), "identity", ("dd_seq_write", "model=ST4000NM0035", "firmware=null", "size_bytes=4000787030016")),
+    ("test only", disk(1.0), "test", ("dd_seq_write",)),
+])
+def test_peer_group_key(case, rec, peer_group, expected):
+    assert agg.peer_group_key(rec, peer_group) == expected, case
+
+
+def test_disks_are_judged_against_their_own_model_only():
+    # Three HDDs at 200 MB/s and three SSDs at 500 MB/s: by test alone every HDD would be an outlier.
+    records_by_host = {"h%d" % index: [disk(200e6)] for index in range(3)}
+    records_by_host.update({"s%d" % index: [disk(500e6, model="SAMSUNG MZ7LH960", size_bytes=960197124096, rotational=False)] for index in range(3)})
+    assert {entry["verdict"] for entry in judge(records_by_host)} == {"pass"}
+    by_test = agg.judge_fleet(records_by_host, {host: OK for host in records_by_host}, settings=agg.make_settings(peer_group="test"))
+    assert sorted(entry["host"] for entry in by_test if entry["verdict"] == "outlier") == ["h0", "h1", "h2"]
+    rows = agg.group_statistics(records_by_host)
+    assert [(row["key"][1], row["basis"], row["measured"], row["min"], row["max"]) for row in rows] == [
+        ("model=SAMSUNG MZ7LH960", "identity", 3, 500e6, 500e6), ("model=ST4000NM0035", "identity", 3, 200e6, 200e6)]
+
+
+# ---------------------------------------------------------------------------------------------
+# robust z
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "center", "mad", "expected"), [
+    (150.0, 200.0, 5.0, -6.745),
+    (200.0, 200.0, 5.0, 0.0),
+    (150.0, 200.0, 0.0, None),
+])
+def test_robust_z(value, center, mad, expected):
+    assert agg.robust_z(value, center, mad) == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize(("case", "rates", "min_deviation", "expected"), [
+    # median 200, MAD 1: 188 is -6 % (within 15 %) but z = -8.1.
+    ("tight group, -6%: outlier by z", [199e6, 200e6, 201e6, 200e6, 188e6], 0.05,
+     ("outlier", "-6.0% vs median 200.0 MB/s (n=5), robust z -8.1 < -3.5")),
+    ("tight group, -0.4%: z alone is not enough", [199.9e6, 200e6, 200.1e6, 200e6, 199.2e6], 0.05,
+     ("pass", "-0.4% vs median 200.0 MB/s (n=5)")),
+    ("min deviation 0: the pure z rule", [199.9e6, 200e6, 200.1e6, 200e6, 199.2e6], 0.0,
+     ("outlier", "-0.4% vs median 200.0 MB/s (n=5), robust z -5.4 < -3.5")),
+    ("spread group, -10%: pass", [180e6, 200e6, 220e6, 200e6, 180e6], 0.05, ("pass", "-10.0% vs median 200.0 MB/s (n=5)")),
+])
+def test_robust_z_outliers(case, rates, min_deviation, expected):
+    records_by_host = {"h%d" % index: [write(rate)] for index, rate in enumerate(rates)}
+    settings = agg.make_settings(robust_z_min_deviation=min_deviation)
+    entries = agg.judge_fleet(records_by_host, {}, settings=settings)
+    assert verdict_and_reason(entries, "h4") == [expected], case
+
+
+# ---------------------------------------------------------------------------------------------
+# invalid: cache bypass
+# ---------------------------------------------------------------------------------------------
+
+def with_io(rec, moved, read_bytes=None, write_bytes=None, device_io=True, direct=False):
+    rec["bytes"] = moved
+    rec["params"]["direct"] = direct
+    rec["device_io"] = {"read_bytes": read_bytes, "write_bytes": write_bytes} if device_io else None
+    return rec
+
+
+GIB = 1073741824
+
+
+@pytest.mark.parametrize(("case", "rec", "invalid", "note"), [
+    ("write reached the disk", with_io(write(200e6), GIB, 0, GIB), None, None),
+    ("write exactly 95%", with_io(write(200e6), 1000, 0, 950), None, None),
+    ("write in the page cache", with_io(write(200e6), GIB, 0, GIB // 10),
+     "cache bypass not proven: the device wrote 107374182 of the 1073741824 bytes the tool moved (10.0%, < 95%)", None),
+    ("read from the cache", with_io(record(test="dd_seq_read", read_bytes_per_s=3e9), GIB, 4096, 0),
+     "cache bypass not proven: the device read 4096 of the 1073741824 bytes the tool moved (0.0%, < 95%)", None),
+    ("writes counted do not prove a read", with_io(record(test="dd_seq_read", read_bytes_per_s=3e9), GIB, 0, GIB), "cache bypass not proven: "
+     "the device read 0 of the 1073741824 bytes the tool moved (0.0%, < 95%)", None),
+    ("mixed: the sum counts", with_io(record(test="fio_rand_rw", block_size=4096, read_iops=1.0, write_iops=1.0), 1000, 500, 500), None, None),
+    ("no counters, buffered: note", with_io(write(200e6), GIB, device_io=False), None, "cache bypass not proven: no device counters"),
+    ("no counters, direct: nothing", with_io(write(200e6), GIB, device_io=False, direct=True), None, None),
+    ("no bytes figure: nothing", write(200e6), None, None),
+])
+def test_cache_bypass(case, rec, invalid, note):
+    assert agg.cache_bypass(rec) == (invalid, note), case
+
+
+def test_invalid_records_are_judged_and_left_out_of_the_median():
+    cached = with_io(write(2000e6), GIB, 0, 4096)
+    records_by_host = {"h1": [write(200e6)], "h2": [write(190e6)], "h3": [write(210e6)], "h4": [cached]}
+    entries = judge(records_by_host)
+    assert [entry["verdict"] for entry in entries if entry["host"] == "h4"] == ["invalid"]
+    assert agg.group_statistics(records_by_host)[0]["measured"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# unstable
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("case", "samples", "expected", "notes"), [
+    ("steady", [200e6, 201e6, 199e6], ("pass", "not compared: 1 measured in group (< 3)"), []),
+    ("jumpy", [100e6, 200e6, 300e6], ("unstable", "repeats vary: coefficient of variation 50.0% > 5.0% (n=3)"), []),
+    ("one sample: nothing to compare", [200e6], ("pass", "not compared: 1 measured in group (< 3)"), []),
+    ("not numbers", [200e6, "fast"], ("pass", "not compared: 1 measured in group (< 3)"), ["samples ignored: not a list of numbers"]),
+])
+def test_unstable(case, samples, expected, notes):
+    rec = write(200e6)
+    rec["samples"] = samples
+    entry = judge({"h1": [rec]})[0]
+    assert (entry["verdict"], entry["reason"]) == expected, case
+    assert entry["notes"] == notes
+
+
+def test_coefficient_of_variation():
+    assert agg.coefficient_of_variation([1.0, 1.0]) == 0.0
+    assert agg.coefficient_of_variation([1.0]) is None
+    assert agg.coefficient_of_variation([0.0, 0.0]) is None
+    assert agg.coefficient_of_variation([90.0, 110.0]) == pytest.approx(0.1414, abs=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# acceptance rules
+# ---------------------------------------------------------------------------------------------
+
+RULES = {"rules": [
+    {"name": "archive HDDs", "match": {"test": "dd_seq_write", "model": "ST4000*", "rotational": True}, "min_write_mb_per_s": 150},
+    {"match": {"class": "ssd"}, "datasheet": {"write_mb_per_s": 500, "min_percent": 80}},
+    {"match": {"test": "fio_rand_*", "host": "db*"}, "min_read_iops": 10000, "max_read_p99_ms": 2},
+]}
+
+
+def test_validate_rules_normalizes():
+    rules = agg.validate_rules(RULES)
+    assert rules == [
+        {"name": "archive HDDs", "match": {"test": "dd_seq_write", "model": "ST4000*", "rotational": True}, "min_write_mb_per_s": 150.0},
+        {"name": None, "match": {"class": "ssd"}, "datasheet": {"write_mb_per_s": 500.0, "min_percent": 80.0}},
+        {"name": None, "match": {"test": "fio_rand_*", "host": "db*"}, "min_read_iops": 10000.0, "max_read_p99_ms": 2.0},
+    ]
+    assert agg.validate_rules(None) == []
+    assert agg.validate_rules({"rules": []}) == []
+
+
+@pytest.mark.parametrize(("case", "acceptance", "errors"), [
+    ("not a mapping", ["x"], ["acceptance: must be a mapping with the key 'rules', got list"]),
+    ("no rules key", {}, ["acceptance.rules: must be a list of rules, got nothing"]),
+    ("unknown top key", {"rules": [], "rule": []}, ["acceptance.rule: unknown key (allowed: rules)"]),
+    ("rule not a mapping", {"rules": ["fast"]}, ["rules[0]: must be a mapping, got str"]),
+    ("typo in a match key", {"rules": [{"match": {"modle": "X*"}, "min_read_iops": 1}]},
+     ["rules[0].match.modle: unknown key (allowed: class, firmware, host, model, rotational, serial, test, transport, wwn)"]),
+    ("typo in a limit", {"rules": [{"min_write_mbps": 150}]}, [
+        "rules[0].min_write_mbps: unknown key (allowed: datasheet, match, max_read_p99_ms, max_write_p99_ms, min_fsyncs_per_s, min_read_iops, "
+        "min_read_mb_per_s, min_write_iops, min_write_mb_per_s, name)",
+        "rules[0]: states no limit (one of min_read_mb_per_s, min_write_mb_per_s, min_read_iops, min_write_iops, min_fsyncs_per_s, "
+        "max_read_p99_ms, max_write_p99_ms, or datasheet)"]),
+    ("limit not a number", {"rules": [{"min_write_mb_per_s": "150"}]}, ["rules[0].min_write_mb_per_s: must be a positive number, got '150'"]),
+    ("limit zero", {"rules": [{"min_write_mb_per_s": 0}]}, ["rules[0].min_write_mb_per_s: must be a positive number, got 0"]),
+    ("bool limit", {"rules": [{"min_read_iops": True}]}, ["rules[0].min_read_iops: must be a positive number, got True"]),
+    ("bad class", {"rules": [{"match": {"class": "tape"}, "min_read_iops": 1}]}, ["rules[0].match.class: must be one of hdd, ssd, nvme, got 'tape'"]),
+    ("rotational as string", {"rules": [{"match": {"rotational": "yes"}, "min_read_iops": 1}]},
+     ["rules[0].match.rotational: must be true or false, got 'yes'"]),
+    ("datasheet without percent", {"rules": [{"datasheet": {"write_mb_per_s": 500}}]},
+     ["rules[0].datasheet.min_percent: required (the share of the datasheet figure to reach, 0 < min_percent <= 100)"]),
+    ("datasheet percent above 100", {"rules": [{"datasheet": {"write_mb_per_s": 500, "min_percent": 120}}]},
+     ["rules[0].datasheet.min_percent: must be a number with 0 < min_percent <= 100, got 120"]),
+    ("datasheet without figure", {"rules": [{"datasheet": {"min_percent": 80}}]},
+     ["rules[0].datasheet: needs at least one figure (read_mb_per_s, write_mb_per_s, read_iops, write_iops, fsyncs_per_s)"]),
+    ("every problem, second rule", {"rules": [{"min_read_iops": 1}, {"name": "", "min_read_iops": -1}]},
+     ["rules[1].name: must be a non-empty string, got ''", "rules[1].min_read_iops: must be a positive number, got -1"]),
+])
+def test_validate_rules_names_every_bad_key(case, acceptance, errors):
+    with pytest.raises(agg.RulesError) as caught:
+        agg.validate_rules(acceptance)
+    assert caught.value.errors == errors, case
+
+
+def latency_record(host_iops, p99_ns):
+    rec = record(test="fio_rand_read", block_size=4096, read_iops=host_iops)
+    rec["metrics"]["latency_ns"]["read"] = {"p99": p99_ns}
+    return rec
+
+
+@pytest.mark.parametrize(("case", "host", "rec", "expected"), [
+    ("HDD below its minimum", "h1", disk(140e6), ["rule 1 'archive HDDs': write 140.0 MB/s < minimum 150.0 MB/s"]),
+    ("HDD at its minimum", "h1", disk(150e6), []),
+    ("other model: rule does not match", "h1", disk(100e6, model="WDC WD40"), []),
+    ("SSD below 80% of datasheet", "h1", disk(350e6, model="SAMSUNG", rotational=False),
+     ["rule 2: 350.0 MB/s is 70.0% of datasheet 500.0 MB/s (< 80%)"]),
+    ("db host: IOPS and latency", "db1", latency_record(9000.0, 2.5e6),
+     ["rule 3: read 9000 IOPS < minimum 10000 IOPS", "rule 3: read p99 2.5 ms > maximum 2.0 ms"]),
+    ("not a db host", "web1", latency_record(9000.0, 2.5e6), []),
+    ("figure missing: limit skipped", "db1", record(test="fio_rand_read", block_size=4096, read_iops=20000.0), []),
+])
+def test_rule_violations(case, host, rec, expected):
+    assert agg.rule_violations(host, rec, agg.validate_rules(RULES)) == expected, case
+
+
+# ---------------------------------------------------------------------------------------------
+# baseline
+# ---------------------------------------------------------------------------------------------
+
+def baseline_report(*records):
+    return {"report_schema": 1, "run": {"started": "2026-10-01T00:00:00Z"}, "results": [{"record": rec} for rec in records] + [{"record": None}]}
+
+
+def test_baseline_index_by_serial_or_wwn():
+    by_wwn = write(300e6)
+    by_wwn["target"]["wwn"] = "0x5000c500a1b2c3d4"
+    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1"), disk(220e6, serial="ZC1"), by_wwn, write(1.0),
+                                               disk(50e6, serial="ZC2", error="dd failed")))
+    assert index == {("serial", "ZC1", "dd_seq_write", "bytes_per_s"): 210e6, ("wwn", "0x5000c500a1b2c3d4", "dd_seq_write", "bytes_per_s"): 300e6}
+
+
+@pytest.mark.parametrize(("baseline", "message"), [
+    ([], "baseline: must be a report.json mapping, got list"),
+    ({"report_schema": 9, "results": []}, "baseline: report_schema must be one of 1, 2, got 9"),
+    ({"report_schema": 2}, "baseline: results must be a list"),
+])
+def test_baseline_must_be_a_report(baseline, message):
+    with pytest.raises(agg.BaselineError, match="^%s$" % message.replace("(", r"\(").replace(")", r"\)")):
+        agg.baseline_index(baseline)
+
+
+@pytest.mark.parametrize(("case", "rate", "expected", "notes"), [
+    ("11% slower: regressed", 178e6, ("regressed", "-11.0% vs baseline 200.0 MB/s (serial ZC1), limit -10%"), []),
+    ("10% slower: pass", 180e6, ("pass", "not compared: 1 measured in group (< 3)"), []),
+    ("faster: pass", 250e6, ("pass", "not compared: 1 measured in group (< 3)"), []),
+])
+def test_regressed(case, rate, expected, notes):
+    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1")))
+    entry = agg.judge_fleet({"h1": [disk(rate, serial="ZC1")]}, {}, baseline=index)[0]
+    assert (entry["verdict"], entry["reason"]) == expected, case
+    assert entry["baseline_value"] == 200e6
+    assert entry["deviation_from_baseline"] == pytest.approx(rate / 200e6 - 1)
+
+
+def test_disk_missing_from_the_baseline_gets_a_note():
+    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1")))
+    entry = agg.judge_fleet({"h1": [disk(100e6, serial="OTHER")]}, {}, baseline=index)[0]
+    assert (entry["verdict"], entry["notes"], entry["baseline_value"]) == ("pass", ["no baseline for this disk and test"], None)
+
+
+# ---------------------------------------------------------------------------------------------
+# precedence, every reason kept
+# ---------------------------------------------------------------------------------------------
+
+def test_worst_finding_wins_and_every_finding_is_kept():
+    slow_cached = with_io(disk(100e6, serial="ZC9"), GIB, 0, 4096)
+    slow_cached["samples"] = [50e6, 100e6, 150e6]
+    records_by_host = {"h1": [disk(200e6)], "h2": [disk(200e6)], "h3": [disk(200e6)], "h4": [slow_cached]}
+    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC9")))
+    entries = agg.judge_fleet(records_by_host, {}, rules=agg.validate_rules(RULES), baseline=index)
+    entry = next(entry for entry in entries if entry["host"] == "h4")
+    assert entry["verdict"] == "invalid"
+    assert [finding["verdict"] for finding in entry["reasons"]] == ["invalid", "slow", "regressed", "outlier", "unstable"]
+    assert entry["reason"] == entry["reasons"][0]["reason"]
+
+
+@pytest.mark.parametrize(("verdicts", "passed"), [
+    (["pass", "pass"], True),
+    (["pass", "unstable"], True),
+    (["pass", "slow"], False),
+    (["not_measured"], False),
+])
+def test_summary_passed(verdicts, passed):
+    entries = [{"host": "h%d" % index, "verdict": verdict, "deviation_from_median": None} for index, verdict in enumerate(verdicts)]
+    assert agg.summarize(entries)["passed"] is passed
+
+
+def test_rules_or_baseline_that_could_not_be_used_fail_the_summary():
+    report = agg.build_report({"h1": [write(200e6)]}, {}, {}, rules_errors=["rules[0].x: unknown key"], rules_source="/etc/rules.yml")
+    assert report["rules"]["errors"] == ["rules[0].x: unknown key"]
+    assert report["summary"]["input_errors"] == ["rules: rules[0].x: unknown key"]
+    assert report["summary"]["passed"] is False
+
+
+def test_build_report_with_rules_and_baseline():
+    records_by_host = {"h1": [disk(140e6, serial="ZC1")]}
+    report = agg.build_report(records_by_host, {}, {}, acceptance=RULES, rules_source="play variable diskproof_acceptance",
+                              baseline=baseline_report(disk(200e6, serial="ZC1")), baseline_source="/r/old/report.json")
+    assert report["results"][0]["verdict"] == "slow"
+    assert [finding["verdict"] for finding in report["results"][0]["reasons"]] == ["slow", "regressed"]
+    assert len(report["rules"]["acceptance"]) == 3
+    assert report["baseline"] == {"source": "/r/old/report.json", "started": "2026-10-01T00:00:00Z", "disks_tests": 1, "errors": []}
+    with pytest.raises(agg.RulesError):
+        agg.build_report(records_by_host, {}, {}, acceptance={"rules": [{}]})
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"peer_group": "model"}, "peer_group must be one of identity, test, got 'model'"),
+    ({"max_cv": 0}, "max_cv must be a number between 0 and 1"),
+    ({"regression_fraction": 1.2}, "regression_fraction must be a number between 0 and 1"),
+    ({"robust_z_limit": 3.5}, "robust_z_limit must be a negative number"),
+])
+def test_make_settings_rejects(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        agg.make_settings(**kwargs)

@@ -1,0 +1,1068 @@
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Human-readable renderings of a diskproof report dict: ``report.md`` and ``report.html``.
+
+Pure Python (no Ansible imports, standard library only) so the callback, tools and pytest call it
+directly. Both renderers take the dict ``_aggregate.build_report`` returns (what ``report.json``
+holds) and are defensive: every field is read with a default, unknown verdicts and extra keys are
+shown as they are, and a missing or null field never raises.
+
+``render_html`` returns ONE self-contained page: inline CSS, inline SVG charts drawn here, no
+JavaScript, no external fonts, images, scripts or links. Every string taken from the report
+(host names, paths, reasons, run metadata) is escaped: they come from the inventory and from
+tool output.
+
+Units: the report holds bytes per second and operations per second; here they are shown as
+MB/s (10^6 B/s), MiB/s (2^20 B/s) and IOPS, always labelled.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+DEFAULT_OUTLIER_FRACTION = 0.15
+METRIC_IOPS = "iops"
+METRIC_BYTES_PER_S = "bytes_per_s"
+VERDICT_PASS = "pass"
+
+# Worst first, as _aggregate.VERDICTS; a report's rules.verdict_precedence, when present, wins.
+# Verdicts listed nowhere sort just before pass.
+VERDICT_ORDER = ("error", "not_measured", "invalid", "slow", "regressed", "outlier", "unstable", "pass")
+# Verdict -> style class: "bad" (no valid figure), "warn" (figure judged too low or unsteady),
+# "muted" (nothing measured), "ok".
+_VERDICT_CLASS = {
+    "error": "bad",
+    "invalid": "bad",
+    "not_measured": "muted",
+    "regressed": "warn",
+    "outlier": "warn",
+    "slow": "warn",
+    "unstable": "warn",
+    "pass": "ok",
+}
+_RUN_KEY_ORDER = ("playbook", "started", "finished", "controller_hostname", "ansible_version",
+                  "collection_version", "inventory_size", "targeted_hosts")
+_RUN_KEY_LABELS = {
+    "playbook": "Playbook",
+    "started": "Started",
+    "finished": "Finished",
+    "controller_hostname": "Controller",
+    "ansible_version": "Ansible",
+    "collection_version": "diskproof.fleet",
+    "inventory_size": "Hosts in inventory",
+    "targeted_hosts": "Hosts targeted",
+}
+_METRIC_LABELS = {METRIC_BYTES_PER_S: "throughput", METRIC_IOPS: "IOPS"}
+_UNITS_NOTE = "MB/s = 10^6 bytes/s, MiB/s = 2^20 bytes/s, IOPS = operations/s."
+_DASH = "\u2014"
+
+# ---------------------------------------------------------------------------------------------
+# defensive accessors
+# ---------------------------------------------------------------------------------------------
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> List[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _text(value: Any) -> str:
+    """Any report value as one line of text ('' for None)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (dict, list, tuple)):
+        text = json.dumps(value, sort_keys=True, default=str)
+    else:
+        text = str(value)
+    return " ".join(text.split())
+
+
+def _esc(value: Any) -> str:
+    return html.escape(_text(value), quote=True)
+
+
+def _entries(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+    return [entry for entry in _list(report.get("results")) if isinstance(entry, Mapping)]
+
+
+def _groups(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+    return [group for group in _list(report.get("groups")) if isinstance(group, Mapping)]
+
+
+def _verdict(entry: Mapping[str, Any]) -> str:
+    return _text(entry.get("verdict")) or "unknown"
+
+
+def _precedence(report: Mapping[str, Any]) -> Tuple[str, ...]:
+    declared = [_text(verdict) for verdict in _list(_mapping(report.get("rules")).get("verdict_precedence")) if _text(verdict)]
+    return tuple(declared) if declared else VERDICT_ORDER
+
+
+def _verdict_rank(verdict: str, order: Sequence[str] = VERDICT_ORDER) -> float:
+    if verdict in order:
+        return float(order.index(verdict))
+    # Unknown verdicts: just before pass (or last when pass is not listed); the sort is stable.
+    return order.index(VERDICT_PASS) - 0.5 if VERDICT_PASS in order else float(len(order))
+
+
+def _verdict_class(verdict: str) -> str:
+    return _VERDICT_CLASS.get(verdict, "warn")
+
+
+def _verdict_label(verdict: str) -> str:
+    return verdict.replace("_", " ")
+
+
+def _reason(entry: Mapping[str, Any]) -> str:
+    """Every finding: ``reasons`` items are strings or {verdict, reason}; with more than one, each
+    is prefixed by its verdict. Falls back to ``reason``."""
+    findings = []
+    for item in _list(entry.get("reasons")):
+        if isinstance(item, Mapping):
+            findings.append((_text(item.get("verdict")), _text(item.get("reason"))))
+        elif _text(item):
+            findings.append(("", _text(item)))
+    findings = [(verdict, reason) for verdict, reason in findings if reason]
+    if len(findings) > 1:
+        return "; ".join("%s: %s" % (verdict, reason) if verdict else reason for verdict, reason in findings)
+    if findings:
+        return findings[0][1]
+    return _text(entry.get("reason"))
+
+
+def _outlier_fraction(report: Mapping[str, Any]) -> float:
+    fraction = _number(_mapping(report.get("rules")).get("outlier_fraction"))
+    if fraction is None or not 0 < fraction < 1:
+        return DEFAULT_OUTLIER_FRACTION
+    return fraction
+
+
+def _metric(entry: Mapping[str, Any]) -> Tuple[Optional[str], Optional[float]]:
+    primary = _mapping(entry.get("primary_metric"))
+    name = _text(primary.get("name")) or None
+    return name, _number(primary.get("value"))
+
+
+def _test_of(entry: Mapping[str, Any]) -> str:
+    test = _text(entry.get("test"))
+    if not test:
+        test = _text(_mapping(entry.get("record")).get("test"))
+    return test
+
+
+def _target_of(entry: Mapping[str, Any]) -> Tuple[str, str]:
+    target = _mapping(_mapping(entry.get("record")).get("target"))
+    path = _text(entry.get("target_path")) or _text(target.get("path"))
+    device = _text(entry.get("device")) or _text(target.get("device"))
+    return path, device
+
+
+def _device_cell(entry: Mapping[str, Any]) -> str:
+    """'sdb' or 'sdb, serial S3Z9NX0K' when the entry names the physical disk."""
+    _path, device = _target_of(entry)
+    serial = _text(entry.get("serial"))
+    if serial:
+        return "%s, serial %s" % (device, serial) if device else "serial %s" % serial
+    return device
+
+
+def _counts(report: Mapping[str, Any]) -> List[Tuple[str, int]]:
+    """(verdict, count) worst first: the summary's counts, else counted from the results."""
+    counts: Dict[str, int] = {}
+    summary_counts = _mapping(_mapping(report.get("summary")).get("counts"))
+    if summary_counts:
+        for verdict, count in summary_counts.items():
+            number = _number(count)
+            counts[_text(verdict)] = int(number) if number is not None else 0
+    else:
+        for entry in _entries(report):
+            counts[_verdict(entry)] = counts.get(_verdict(entry), 0) + 1
+    order = _precedence(report)
+    return sorted(counts.items(), key=lambda item: (_verdict_rank(item[0], order), item[0]))
+
+
+def _total(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> int:
+    total = _number(_mapping(report.get("summary")).get("total"))
+    return int(total) if total is not None else sum(count for _verdict_name, count in counts)
+
+
+def _overall(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> Tuple[bool, str]:
+    """(passed, sentence). ``summary.passed`` decides when it is a bool; else no problem entry."""
+    problems = sum(count for verdict, count in counts if verdict != VERDICT_PASS)
+    total = _total(report, counts)
+    passed_field = _mapping(report.get("summary")).get("passed")
+    errors = len(_input_errors(report))
+    passed = passed_field if isinstance(passed_field, bool) else (problems == 0 and total > 0 and not errors)
+    if total == 0:
+        sentence = "No results: nothing was measured."
+    elif problems == 0:
+        sentence = "All %d results pass." % total
+    else:
+        sentence = "%d of %d results need attention." % (problems, total)
+    if errors:
+        sentence += " %d input error%s (rules or baseline not usable)." % (errors, "" if errors == 1 else "s")
+    return passed, sentence
+
+
+def _problem_entries(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+    """Non-pass entries, worst first (results are already worst first; the sort is stable)."""
+    entries = [entry for entry in _entries(report) if _verdict(entry) != VERDICT_PASS]
+    if not entries and not _entries(report):
+        entries = [entry for entry in _list(_mapping(report.get("summary")).get("failing")) if isinstance(entry, Mapping)]
+    order = _precedence(report)
+    return sorted(entries, key=lambda entry: _verdict_rank(_verdict(entry), order))
+
+
+def _tests(report: Mapping[str, Any]) -> List[str]:
+    """Test ids in the order they first appear in the groups, then in the results."""
+    tests: List[str] = []
+    for group in _groups(report):
+        key = _list(group.get("key"))
+        test = _text(group.get("test")) or (_text(key[0]) if key else "")
+        if test and test not in tests:
+            tests.append(test)
+    for entry in sorted(_entries(report), key=_test_of):
+        test = _test_of(entry)
+        if test and test not in tests:
+            tests.append(test)
+    return tests
+
+
+def _test_entries(report: Mapping[str, Any], test: str) -> List[Mapping[str, Any]]:
+    entries = [entry for entry in _entries(report) if _test_of(entry) == test]
+    return sorted(entries, key=lambda entry: (_text(entry.get("host")), _target_of(entry)))
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers in human units
+# ---------------------------------------------------------------------------------------------
+
+
+def _num(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return "{:,.0f}".format(value)
+    if magnitude >= 100:
+        return "%.0f" % value
+    if magnitude >= 10:
+        return "%.1f" % value
+    if magnitude >= 1:
+        return "%.2f" % value
+    if magnitude >= 0.001:
+        return "%.3f" % value
+    return "0"
+
+
+def _metric_value(name: Optional[str], value: Optional[float], both_units: bool = True) -> str:
+    """'33.5 MB/s (31.9 MiB/s)' for bytes per second, '404 IOPS' for IOPS, em dash for none."""
+    if value is None:
+        return _DASH
+    if name == METRIC_BYTES_PER_S:
+        text = "%s MB/s" % _num(value / 1e6)
+        if both_units:
+            text += " (%s MiB/s)" % _num(value / 1048576.0)
+        return text
+    if name == METRIC_IOPS:
+        return "%s IOPS" % _num(value)
+    return _num(value)
+
+
+def _axis_unit(name: Optional[str]) -> Tuple[float, str]:
+    if name == METRIC_BYTES_PER_S:
+        return 1e6, "MB/s (10^6 bytes/s)"
+    if name == METRIC_IOPS:
+        return 1.0, "IOPS"
+    return 1.0, _text(name)
+
+
+def _deviation(entry: Mapping[str, Any]) -> str:
+    deviation = _number(entry.get("deviation_from_median"))
+    return _DASH if deviation is None else "%+.1f%%" % (deviation * 100)
+
+
+def _group_key_text(group: Mapping[str, Any]) -> str:
+    key = group.get("key")
+    if isinstance(key, (list, tuple)):
+        parts = [_text(part) for part in key if _text(part)]
+        return " / ".join(parts) if parts else _DASH
+    if isinstance(key, Mapping):
+        return ", ".join("%s=%s" % (_text(k), _text(v)) for k, v in sorted(key.items(), key=lambda kv: _text(kv[0])))
+    return _text(key) or _DASH
+
+
+def _group_count(group: Mapping[str, Any]) -> str:
+    for field in ("count", "measured"):
+        number = _number(group.get(field))
+        if number is not None:
+            return "%d" % number
+    return _DASH
+
+
+def _group_row(group: Mapping[str, Any]) -> List[str]:
+    name = _text(group.get("metric")) or None
+    return [
+        _group_key_text(group),
+        _METRIC_LABELS.get(name or "", name or _DASH),
+        _group_count(group),
+        _metric_value(name, _number(group.get("median")), both_units=False),
+        _metric_value(name, _number(group.get("mad")), both_units=False),
+        _metric_value(name, _number(group.get("min")), both_units=False),
+        _metric_value(name, _number(group.get("max")), both_units=False),
+    ]
+
+
+_GROUP_HEADERS = ["Group key", "Metric", "Count", "Median", "MAD", "Min", "Max"]
+_PROBLEM_HEADERS = ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"]
+_TEST_HEADERS = ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason"]
+
+
+def _problem_row(entry: Mapping[str, Any]) -> List[str]:
+    path, _device = _target_of(entry)
+    name, value = _metric(entry)
+    return [_verdict(entry), _text(entry.get("host")), _test_of(entry), path, _device_cell(entry),
+            _metric_value(name, value), _deviation(entry), _reason(entry)]
+
+
+def _test_row(entry: Mapping[str, Any]) -> List[str]:
+    path, _device = _target_of(entry)
+    name, value = _metric(entry)
+    return [_text(entry.get("host")), path, _device_cell(entry), _metric_value(name, value), _deviation(entry),
+            _verdict(entry), _reason(entry)]
+
+
+def _run_items(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    run = _mapping(report.get("run"))
+    keys = [key for key in _RUN_KEY_ORDER if key in run]
+    keys += sorted((key for key in run if key not in _RUN_KEY_ORDER), key=_text)
+    items = [(_RUN_KEY_LABELS.get(key, _text(key)), _text(run.get(key)) or _DASH) for key in keys]
+    rules = _mapping(report.get("rules"))
+    peer_group = rules.get("peer_group")
+    if isinstance(peer_group, (list, tuple)):
+        peer_group = " + ".join(_text(part) for part in peer_group)
+    if _text(peer_group):
+        items.append(("Peer groups by", _text(peer_group)))
+    regression = _number(rules.get("regression_fraction"))
+    baseline = _mapping(report.get("baseline"))
+    if _text(baseline.get("source")):
+        started = _text(baseline.get("started"))
+        items.append(("Baseline", _text(baseline.get("source")) + (" (run %s)" % started if started else "")))
+        if regression is not None:
+            items.append(("Regression limit", "%.0f%% below baseline" % (regression * 100)))
+    if _text(rules.get("source")):
+        items.append(("Acceptance rules", _text(rules.get("source"))))
+    return items
+
+
+def _input_errors(report: Mapping[str, Any]) -> List[str]:
+    """Inputs asked for but unusable (rules, baseline): they fail the run on their own."""
+    return [_text(error) for error in _list(_mapping(report.get("summary")).get("input_errors")) if _text(error)]
+
+
+def _title(report: Mapping[str, Any]) -> str:
+    run = _mapping(report.get("run"))
+    parts = ["diskproof report"]
+    if _text(run.get("playbook")):
+        parts.append(_text(run.get("playbook")))
+    if _text(run.get("started")):
+        parts.append(_text(run.get("started")))
+    return " \u2014 ".join(parts)
+
+
+def _subtitle(report: Mapping[str, Any]) -> str:
+    """'validate.yml, 2026-11-22T01:08:38Z to 2026-11-22T01:09:32Z, 6 hosts, 18 results'."""
+    run = _mapping(report.get("run"))
+    parts = []
+    if _text(run.get("playbook")):
+        parts.append("Playbook %s" % _text(run.get("playbook")))
+    started, finished = _text(run.get("started")), _text(run.get("finished"))
+    if started:
+        parts.append("%s to %s" % (started, finished or "?"))
+    hosts = len(_mapping(report.get("hosts")))
+    if hosts:
+        parts.append("%d host%s" % (hosts, "" if hosts == 1 else "s"))
+    parts.append("%d result%s" % (len(_entries(report)), "" if len(_entries(report)) == 1 else "s"))
+    return ", ".join(parts)
+
+
+def _test_description(entries: Sequence[Mapping[str, Any]]) -> str:
+    """'fio 3.33, block 4 KiB, direct, iodepth 32' from the first record that has them."""
+    for entry in entries:
+        record = _mapping(entry.get("record"))
+        if not record:
+            continue
+        params = _mapping(record.get("params"))
+        parts = []
+        tool = " ".join(part for part in (_text(record.get("tool")), _text(record.get("tool_version"))) if part)
+        if tool:
+            parts.append(tool)
+        block = _number(params.get("block_size"))
+        if block:
+            parts.append("block %s" % _bytes_size(block))
+        size = _number(params.get("size_bytes"))
+        if size:
+            parts.append("size %s" % _bytes_size(size))
+        if params.get("direct") is True:
+            parts.append("O_DIRECT")
+        if _text(params.get("sync")):
+            parts.append("sync %s" % _text(params.get("sync")))
+        iodepth = _number(params.get("iodepth"))
+        if iodepth:
+            parts.append("iodepth %d" % iodepth)
+        return ", ".join(parts)
+    return ""
+
+
+def _bytes_size(value: float) -> str:
+    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if value >= factor and value % (factor // 1024 or 1) == 0:
+            scaled = value / factor
+            return "%s %s" % ("%d" % scaled if scaled == int(scaled) else _num(scaled), unit)
+    return "%d B" % value
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------------
+
+_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def _md(value: Any) -> str:
+    """One table cell / inline text: no newlines, pipes and markup characters neutralised."""
+    text = _text(value)
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("[", "\\[").replace("]", "\\]")
+    return _MD_UNDERSCORE.sub("\\_", text)
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
+    lines = ["| " + " | ".join(_md(header) for header in headers) + " |",
+             "|" + "|".join("---" for _header in headers) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(_md(cell) if cell != "" else _DASH for cell in row) + " |")
+    return lines
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """``report.md``: title, run metadata, summary, problems worst first, per-test tables, groups."""
+    report = _mapping(report)
+    counts = _counts(report)
+    passed, sentence = _overall(report, counts)
+    lines = ["# %s" % _md(_title(report)), ""]
+
+    lines += ["## Run", ""]
+    run_items = _run_items(report)
+    if run_items:
+        lines += ["- **%s:** %s" % (_md(label), _md(value)) for label, value in run_items]
+    else:
+        lines.append("No run metadata.")
+    lines.append("- **Outlier limit:** %.0f%% below the group median" % (_outlier_fraction(report) * 100))
+    lines.append("")
+
+    lines += ["## Summary", "", "**%s** %s" % ("PASSED." if passed else "NOT PASSED.", _md(sentence)), ""]
+    if counts:
+        lines += _md_table(["Verdict", "Count"], [[verdict, "%d" % count] for verdict, count in counts])
+        lines.append("")
+    input_errors = _input_errors(report)
+    if input_errors:
+        lines += ["Input errors:", ""] + ["- %s" % _md(error) for error in input_errors] + [""]
+
+    problems = _problem_entries(report)
+    lines += ["## Needs attention (worst first)", ""]
+    if problems:
+        lines += _md_table(_PROBLEM_HEADERS, [_problem_row(entry) for entry in problems])
+    else:
+        lines.append("Nothing: every result passes." if _entries(report) else "No results.")
+    lines.append("")
+
+    lines += ["## Results by test", "", _md(_UNITS_NOTE) + " vs median: deviation from the group median.", ""]
+    tests = _tests(report)
+    for test in tests:
+        entries = _test_entries(report, test)
+        lines += ["### %s" % _md(test), ""]
+        description = _test_description(entries)
+        if description:
+            lines += [_md(description), ""]
+        lines += _md_table(_TEST_HEADERS, [_test_row(entry) for entry in entries])
+        lines.append("")
+    if not tests:
+        lines += ["No test results.", ""]
+
+    lines += ["## Peer groups", ""]
+    groups = _groups(report)
+    if groups:
+        lines += _md_table(_GROUP_HEADERS, [_group_row(group) for group in groups])
+    else:
+        lines.append("No peer groups (nothing measured).")
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# SVG charts
+# ---------------------------------------------------------------------------------------------
+
+_CHART_WIDTH = 960
+_LABEL_WIDTH = 230
+_NOTE_WIDTH = 210
+_PLOT_WIDTH = _CHART_WIDTH - _LABEL_WIDTH - _NOTE_WIDTH
+_LINE_COLOURS = ("#1f4e79", "#c55a11", "#2e7d32", "#7b1fa2", "#00838f", "#ad1457", "#5d4037", "#455a64")
+_LINE_DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4", "4 2 1 2", "3 6")
+
+
+def _nice_step(span: float, target_ticks: int = 6) -> float:
+    if span <= 0:
+        return 1.0
+    raw = span / target_ticks
+    power = 10 ** math.floor(math.log10(raw))
+    for multiple in (1, 2, 2.5, 5, 10):
+        if raw <= multiple * power:
+            return multiple * power
+    return 10 * power
+
+
+def _ticks(maximum: float) -> Tuple[float, List[float]]:
+    """(axis maximum, tick values from 0) for a value axis that starts at zero."""
+    step = _nice_step(maximum)
+    top = step * math.ceil(maximum / step) if maximum > 0 else step
+    count = int(round(top / step))
+    return top, [step * index for index in range(count + 1)]
+
+
+def _tick_label(value: float) -> str:
+    if value == int(value):
+        return "{:,.0f}".format(value)
+    return ("%.2f" % value).rstrip("0").rstrip(".")
+
+
+def _capitalize(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _group_of(entry: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The peer group an entry was judged in: by an explicit key when the entry has one, else by
+    test + metric, with the entry's group median breaking ties between several groups."""
+    name, value = _metric(entry)
+    test = _test_of(entry)
+    explicit = entry.get("group_key", entry.get("group"))
+    if explicit is not None:
+        for group in groups:
+            if group.get("key") == explicit and (name is None or _text(group.get("metric")) == name):
+                return group
+    if value is None:
+        # No figure (error, invalid, not measured): not drawn against any group.
+        return None
+    candidates = []
+    for group in groups:
+        key = group.get("key")
+        key_parts = [_text(part) for part in key] if isinstance(key, (list, tuple)) else [_text(key)]
+        if test in key_parts or _text(group.get("test")) == test:
+            if name is None or _text(group.get("metric")) == name:
+                candidates.append(group)
+    if len(candidates) > 1:
+        entry_median = _number(entry.get("group_median"))
+        if entry_median is not None:
+            return min(candidates, key=lambda group: abs((_number(group.get("median")) or 0.0) - entry_median))
+    return candidates[0] if candidates else None
+
+
+def _chart_rows(entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[str, Any]]) -> List[Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]]:
+    """Entries bucketed by peer group, in the order of the groups list, then ungrouped ones."""
+    buckets: List[Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]] = []
+    for entry in entries:
+        group = _group_of(entry, groups)
+        for bucket_group, bucket in buckets:
+            if bucket_group is group:
+                bucket.append(entry)
+                break
+        else:
+            buckets.append((group, [entry]))
+
+    def position(bucket: Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]) -> int:
+        for index, group in enumerate(groups):
+            if group is bucket[0]:
+                return index
+        return len(groups)
+    return sorted(buckets, key=position)
+
+
+def _median_of(group: Optional[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]]) -> Optional[float]:
+    median = _number(_mapping(group).get("median"))
+    if median is None:
+        medians = [_number(entry.get("group_median")) for entry in entries]
+        medians = [value for value in medians if value is not None]
+        median = medians[0] if medians else None
+    return median
+
+
+def _svg_defs(prefix: str) -> str:
+    return (
+        "<defs>"
+        '<pattern id="%s-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#e07b24"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7a3a00" stroke-width="2.2"/></pattern>'
+        '<pattern id="%s-cross" width="6" height="6" patternUnits="userSpaceOnUse">'
+        '<rect width="6" height="6" fill="#c62828"/><path d="M0 0L6 6M6 0L0 6" stroke="#5a0000" stroke-width="1.4"/></pattern>'
+        '<pattern id="%s-band" width="5" height="5" patternUnits="userSpaceOnUse">'
+        '<rect width="5" height="5" fill="#e6f0e6"/><circle cx="2.5" cy="2.5" r="0.6" fill="#8aa88a"/></pattern>'
+        "</defs>"
+    ) % (prefix, prefix, prefix)
+
+
+def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Sequence[Mapping[str, Any]],
+               groups: Sequence[Mapping[str, Any]], fraction: float) -> str:
+    """Horizontal bars, one per disk, over each peer group's median line and median +/- fraction band."""
+    scale, unit = _axis_unit(metric_name)
+    buckets = _chart_rows(entries, groups)
+    many = len(entries) > 40
+    row_height = 16 if many else 26
+    bar_height = 10 if many else 16
+    font = 10 if many else 12
+    top_pad = 22
+    group_header = 40
+    values: List[float] = []
+    for group, bucket in buckets:
+        median = _median_of(group, bucket)
+        if median is not None:
+            values.append(median * (1 + fraction))
+        for entry in bucket:
+            _name, value = _metric(entry)
+            if value is not None:
+                values.append(value)
+    top, ticks = _ticks(max(values) / scale * 1.02 if values else 1.0)
+
+    def x_of(value: float) -> float:
+        return _LABEL_WIDTH + max(0.0, min(1.0, value / scale / top)) * _PLOT_WIDTH
+
+    stripes: List[str] = []
+    parts: List[str] = []
+    overlays: List[str] = []
+    y = top_pad
+    flagged = 0
+    for bucket_index, (group, bucket) in enumerate(buckets):
+        median = _median_of(group, bucket)
+        if len(buckets) > 1 or (group is not None and len(_list(group.get("key"))) > 1):
+            # A header line per peer group, then room for the median label above the rows.
+            y += 8 if bucket_index else -top_pad + 4
+            label = "group: %s" % (_group_key_text(group) if group is not None else "none (no figure to compare)")
+            parts.append('<text class="grp" x="%d" y="%.1f">%s</text>' % (8, y + 12, _esc(_short(label, 110))))
+            y += group_header if median is not None else group_header - 16
+        block_top = y
+        block_height = row_height * len(bucket)
+        if median is not None:
+            low, high = x_of(median * (1 - fraction)), x_of(median * (1 + fraction))
+            parts.append(
+                '<rect class="band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#%s-band)">'
+                "<title>%s</title></rect>"
+                % (low, block_top, max(high - low, 1.0), block_height, chart_id,
+                   _esc("expected band: median %s \u00b1 %.0f%% (%s to %s)" % (
+                       _metric_value(metric_name, median, False), fraction * 100,
+                       _metric_value(metric_name, median * (1 - fraction), False),
+                       _metric_value(metric_name, median * (1 + fraction), False)))))
+        for index, entry in enumerate(bucket):
+            row_y = block_top + index * row_height
+            name, value = _metric(entry)
+            verdict = _verdict(entry)
+            klass = _verdict_class(verdict)
+            path, device = _target_of(entry)
+            host = _text(entry.get("host")) or "?"
+            label = host + (" " + device if device else "")
+            tooltip = "%s %s %s: %s, %s, %s" % (host, device, path, _metric_value(name, value), _deviation(entry), verdict)
+            if index % 2 == 1:
+                stripes.append('<rect class="stripe" x="0" y="%.1f" width="%d" height="%d"/>' % (row_y, _CHART_WIDTH, row_height))
+            parts.append('<text class="lbl%s" x="%d" y="%.1f" text-anchor="end">%s</text>' % (
+                "" if klass == "ok" else " flag", _LABEL_WIDTH - 8, row_y + row_height / 2 + font / 2 - 1.5, _esc(_short(label, 28))))
+            bar_y = row_y + (row_height - bar_height) / 2
+            if value is not None:
+                width = max(x_of(value) - _LABEL_WIDTH, 1.5)
+                fill = {"ok": "#3d6fa8", "bad": "url(#%s-cross)" % chart_id}.get(klass, "url(#%s-hatch)" % chart_id)
+                parts.append('<rect class="bar %s" x="%d" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>' % (
+                    klass, _LABEL_WIDTH, bar_y, width, bar_height, fill, _esc(tooltip)))
+                note = _metric_value(name, value, False)
+                if entry.get("deviation_from_median") is not None:
+                    note += " " + _deviation(entry)
+            else:
+                parts.append('<text class="none" x="%d" y="%.1f">no figure</text>' % (_LABEL_WIDTH + 6, row_y + row_height / 2 + font / 2 - 1.5))
+                note = ""
+            if klass != "ok":
+                flagged += 1
+                note = (verdict.upper().replace("_", " ") + " " + note).strip()
+            parts.append('<text class="note %s" x="%d" y="%.1f">%s</text>' % (
+                klass, _LABEL_WIDTH + _PLOT_WIDTH + 10, row_y + row_height / 2 + font / 2 - 1.5, _esc(note)))
+        if median is not None:
+            x_median = x_of(median)
+            low, high = x_of(median * (1 - fraction)), x_of(median * (1 + fraction))
+            overlays.append('<rect class="band-edge" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>' % (
+                low, block_top, max(high - low, 1.0), block_height))
+            overlays.append('<line class="median" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"><title>%s</title></line>' % (
+                x_median, block_top - 3, x_median, block_top + block_height + 3,
+                _esc("group median %s" % _metric_value(metric_name, median, False))))
+            overlays.append('<text class="mlabel" x="%.1f" y="%.1f" text-anchor="middle">median %s</text>' % (
+                x_median, block_top - 6, _esc(_metric_value(metric_name, median, False))))
+        y = block_top + block_height
+    plot_bottom = y + 4
+    grid = []
+    for tick in ticks:
+        x = _LABEL_WIDTH + (tick / top) * _PLOT_WIDTH
+        grid.append('<line class="grid" x1="%.1f" y1="%d" x2="%.1f" y2="%.1f"/>' % (x, top_pad - 2, x, plot_bottom))
+        grid.append('<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>' % (x, plot_bottom + 14, _esc(_tick_label(tick))))
+    grid.append('<line class="axis" x1="%d" y1="%d" x2="%d" y2="%.1f"/>' % (_LABEL_WIDTH, top_pad - 2, _LABEL_WIDTH, plot_bottom))
+    grid.append('<text class="axis-title" x="%.1f" y="%.1f" text-anchor="middle">%s</text>' % (
+        _LABEL_WIDTH + _PLOT_WIDTH / 2, plot_bottom + 32, _esc(unit)))
+    height = plot_bottom + 42
+    metric_label = _METRIC_LABELS.get(metric_name or "", metric_name or "figure")
+    title = "%s, %s per disk against the group median" % (test, metric_label)
+    description = "%d disks; %d flagged. Shaded band: group median \u00b1 %.0f%%; vertical line: median." % (
+        len(entries), flagged, fraction * 100)
+    return (
+        '<svg class="chart" viewBox="0 0 %d %.0f" width="100%%" role="img" aria-labelledby="%s-t %s-d" '
+        'preserveAspectRatio="xMinYMin meet" style="font-size:%dpx">'
+        '<title id="%s-t">%s</title><desc id="%s-d">%s</desc>%s%s%s</svg>'
+    ) % (_CHART_WIDTH, height, chart_id, chart_id, font, chart_id, _esc(title), chart_id, _esc(description),
+         _svg_defs(chart_id), "".join(stripes), "".join(grid) + "".join(parts) + "".join(overlays))
+
+
+def _zcav_points(entry: Mapping[str, Any]) -> List[Tuple[float, float]]:
+    metrics = _mapping(_mapping(entry.get("record")).get("metrics"))
+    points = []
+    for point in _list(metrics.get("zcav")):
+        point = _mapping(point)
+        offset, rate = _number(point.get("offset_bytes")), _number(point.get("read_bytes_per_s"))
+        if offset is not None and rate is not None:
+            points.append((offset, rate))
+    return sorted(points)
+
+
+def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) -> str:
+    """Read throughput over the disk's offset, one line per disk (colour, dash and end label)."""
+    series = [(entry, _zcav_points(entry)) for entry in entries]
+    series = [(entry, points) for entry, points in series if points]
+    if not series:
+        return ""
+    left, right, top_pad, plot_height = 70, 200, 12, 260
+    plot_width = _CHART_WIDTH - left - right
+    max_offset = max(point[0] for _entry, points in series for point in points) / 1e9
+    max_rate = max(point[1] for _entry, points in series for point in points) / 1e6
+    x_top, x_ticks = _ticks(max_offset or 1.0)
+    y_top, y_ticks = _ticks((max_rate or 1.0) * 1.02)
+
+    def xy(offset: float, rate: float) -> Tuple[float, float]:
+        return (left + offset / 1e9 / x_top * plot_width, top_pad + plot_height - rate / 1e6 / y_top * plot_height)
+
+    parts = []
+    for tick in y_ticks:
+        _x, y = xy(0, tick * 1e6)
+        parts.append('<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>' % (left, y, left + plot_width, y))
+        parts.append('<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 6, y + 4, _esc(_tick_label(tick))))
+    for tick in x_ticks:
+        x, _y = xy(tick * 1e9, 0)
+        parts.append('<line class="grid" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>' % (x, top_pad, x, top_pad + plot_height))
+        parts.append('<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, top_pad + plot_height + 16, _esc(_tick_label(tick))))
+    parts.append('<rect class="frame" x="%d" y="%d" width="%d" height="%d"/>' % (left, top_pad, plot_width, plot_height))
+    label_ys: List[float] = []
+    for index, (entry, points) in enumerate(series):
+        colour = _LINE_COLOURS[index % len(_LINE_COLOURS)]
+        dash = _LINE_DASHES[(index // 1) % len(_LINE_DASHES)]
+        path, device = _target_of(entry)
+        host = _text(entry.get("host")) or "?"
+        coordinates = " ".join("%.1f,%.1f" % xy(offset, rate) for offset, rate in points)
+        parts.append('<polyline class="zline" points="%s" stroke="%s"%s><title>%s</title></polyline>' % (
+            coordinates, colour, ' stroke-dasharray="%s"' % dash if dash else "", _esc("%s %s %s" % (host, device, path))))
+        end_x, end_y = xy(*points[-1])
+        for used in sorted(label_ys):
+            if abs(end_y - used) < 13:
+                end_y = used + 13
+        label_ys.append(end_y)
+        parts.append('<text class="zlabel" x="%.1f" y="%.1f" fill="%s">%s</text>' % (
+            left + plot_width + 8, end_y + 4, colour, _esc(_short(host + (" " + device if device else ""), 26))))
+    parts.append('<text class="axis-title" x="%.1f" y="%d" text-anchor="middle">offset on disk, GB (10^9 bytes)</text>' % (
+        left + plot_width / 2, top_pad + plot_height + 36))
+    parts.append('<text class="axis-title" transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">read MB/s (10^6 bytes/s)</text>' % (
+        top_pad + plot_height / 2))
+    height = top_pad + plot_height + 46
+    title = "%s: ZCAV read throughput across the disk" % test
+    description = "%d disks; read throughput by offset from the start of the disk." % len(series)
+    return (
+        '<svg class="chart" viewBox="0 0 %d %d" width="100%%" role="img" aria-labelledby="%s-t %s-d" style="font-size:12px">'
+        '<title id="%s-t">%s</title><desc id="%s-d">%s</desc>%s</svg>'
+    ) % (_CHART_WIDTH, height, chart_id, chart_id, chart_id, _esc(title), chart_id, _esc(description), "".join(parts))
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+# ---------------------------------------------------------------------------------------------
+
+_CSS = """
+:root { --ink:#1d2330; --muted:#5b6472; --line:#d8dde5; --head:#f1f4f8; --ok:#2e7d32; --warn:#b45309; --bad:#b71c1c; }
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { margin: 0; color: var(--ink); background: #fff; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto,
+  "Helvetica Neue", Arial, "Liberation Sans", sans-serif; }
+main { max-width: 1180px; margin: 0 auto; padding: 28px 32px 48px; }
+header.top { border-bottom: 3px solid var(--ink); padding-bottom: 14px; margin-bottom: 22px; }
+h1 { font-size: 24px; margin: 0 0 4px; letter-spacing: -0.01em; }
+h1 .brand { font-weight: 800; }
+h2 { font-size: 19px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 16px; margin: 26px 0 4px; }
+.sub { color: var(--muted); margin: 0 0 8px; }
+code, .mono, td.mono { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
+dl.meta { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 4px 22px; margin: 12px 0 0; }
+dl.meta div { display: flex; gap: 8px; border-bottom: 1px dotted var(--line); padding: 2px 0; }
+dl.meta dt { color: var(--muted); min-width: 135px; }
+dl.meta dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }
+.status { display: flex; flex-wrap: wrap; align-items: stretch; gap: 10px; margin: 6px 0 4px; }
+.verdict-box { border: 2px solid var(--ink); border-radius: 6px; padding: 10px 16px; min-width: 210px; }
+.verdict-box.passed { border-color: var(--ok); }
+.verdict-box.failed { border-color: var(--bad); }
+.verdict-box strong { display: block; font-size: 20px; letter-spacing: 0.03em; }
+.verdict-box.passed strong { color: var(--ok); }
+.verdict-box.failed strong { color: var(--bad); }
+.count { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 104px; background: var(--head); }
+.count b { display: block; font-size: 22px; line-height: 1.1; font-variant-numeric: tabular-nums; }
+.count span { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: 0.04em; }
+.count.warn b { color: var(--warn); } .count.bad b { color: var(--bad); } .count.ok b { color: var(--ok); }
+.count.zero b { color: var(--muted); }
+.tablewrap { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
+caption { text-align: left; color: var(--muted); font-size: 12.5px; padding: 0 0 4px; caption-side: top; }
+th, td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { background: var(--head); font-weight: 600; font-size: 12.5px; white-space: nowrap; border-bottom: 2px solid #b9c1cc; }
+td.num, th.num { text-align: right; white-space: nowrap; }
+tbody tr:nth-child(even) td { background: #fafbfc; }
+tr.warn td:first-child, tr.bad td:first-child, tr.muted td:first-child { box-shadow: inset 4px 0 0 var(--warn); }
+tr.bad td:first-child { box-shadow: inset 4px 0 0 var(--bad); }
+tr.muted td:first-child { box-shadow: inset 4px 0 0 #9aa3ae; }
+.badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 11.5px; font-weight: 700;
+  text-transform: uppercase; letter-spacing: 0.03em; border: 1px solid currentColor; white-space: nowrap; }
+.badge.ok { color: var(--ok); } .badge.warn { color: var(--warn); background: #fff4e5; }
+.badge.bad { color: var(--bad); background: #fdecea; } .badge.muted { color: #4b5563; background: #eef0f3; }
+.reason { color: #343b47; }
+figure { margin: 14px 0 10px; break-inside: avoid; page-break-inside: avoid; }
+figcaption { color: var(--muted); font-size: 12.5px; margin-top: 2px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 12.5px; color: var(--muted); margin: 4px 0 0; }
+.legend svg { vertical-align: -2px; }
+svg.chart { display: block; max-width: 100%; height: auto; font-family: inherit; }
+svg.chart text { fill: var(--ink); }
+svg.chart .tick { fill: var(--muted); font-size: 11px; }
+svg.chart .axis-title { fill: var(--muted); font-size: 11.5px; }
+svg.chart .grp { font-weight: 600; fill: var(--muted); }
+svg.chart .grid { stroke: #e3e7ed; stroke-width: 1; }
+svg.chart .axis { stroke: #8a93a0; stroke-width: 1; }
+svg.chart .stripe { fill: #f7f8fa; }
+svg.chart .band { stroke: none; }
+svg.chart .band-edge { fill: none; stroke: #4f7a4f; stroke-width: 1; stroke-dasharray: 3 2; }
+svg.chart .mlabel { font-size: 11px; font-weight: 600; }
+svg.chart .median { stroke: #1d2330; stroke-width: 2; stroke-dasharray: 5 3; }
+svg.chart .bar.warn, svg.chart .bar.bad { stroke: #3a1d00; stroke-width: 0.8; }
+svg.chart .lbl.flag { font-weight: 700; }
+svg.chart .note { fill: var(--muted); font-variant-numeric: tabular-nums; }
+svg.chart .note.warn { fill: var(--warn); font-weight: 700; }
+svg.chart .note.bad { fill: var(--bad); font-weight: 700; }
+svg.chart .none { fill: var(--bad); font-style: italic; }
+svg.chart .frame { fill: none; stroke: #8a93a0; }
+svg.chart .zline { fill: none; stroke-width: 2; }
+svg.chart .zlabel { font-size: 11px; font-weight: 600; }
+.empty { color: var(--muted); font-style: italic; }
+.input-errors { border-left: 4px solid var(--bad); padding: 4px 12px; margin: 10px 0; }
+.input-errors ul { margin: 4px 0; padding-left: 18px; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line); padding-top: 8px; }
+@media print {
+  @page { margin: 14mm 12mm; }
+  body { font-size: 10pt; }
+  main { max-width: none; padding: 0; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  h3 { break-after: avoid; page-break-after: avoid; }
+  figure, svg.chart, .status, tr { break-inside: avoid; page-break-inside: avoid; }
+  thead { display: table-header-group; }
+  .count, th, tbody tr:nth-child(even) td, .badge.warn, .badge.bad, .badge.muted { background: none; }
+  .tablewrap { overflow: visible; }
+  svg.chart { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  th { border-bottom: 1.5pt solid #000; }
+}
+"""
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Tuple[str, Sequence[str]]], caption: str = "",
+                numeric: Sequence[int] = (), badge: Optional[int] = None, mono: Sequence[int] = ()) -> str:
+    """rows: (row class, cells as plain text); cells are escaped here."""
+    out = ['<div class="tablewrap"><table>']
+    if caption:
+        out.append("<caption>%s</caption>" % _esc(caption))
+    out.append("<thead><tr>%s</tr></thead><tbody>" % "".join(
+        '<th scope="col"%s>%s</th>' % (' class="num"' if index in numeric else "", _esc(header)) for index, header in enumerate(headers)))
+    for row_class, cells in rows:
+        tds = []
+        for index, cell in enumerate(cells):
+            classes = []
+            if index in numeric:
+                classes.append("num")
+            if index in mono:
+                classes.append("mono")
+            attribute = ' class="%s"' % " ".join(classes) if classes else ""
+            if badge is not None and index == badge:
+                content = '<span class="badge %s">%s</span>' % (_verdict_class(cell), _esc(_verdict_label(cell)))
+            else:
+                content = _esc(cell) if cell != "" else _DASH
+            tds.append("<td%s>%s</td>" % (attribute, content))
+        out.append('<tr class="%s">%s</tr>' % (_esc(row_class), "".join(tds)))
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _legend(fraction: float, prefix: str) -> str:
+    """Key to the bar charts; pattern ids are document-wide, so each legend gets its own prefix."""
+    def swatch(body: str) -> str:
+        return '<svg width="22" height="12" viewBox="0 0 22 12" aria-hidden="true">%s</svg>' % body
+    return (
+        '<div class="legend" aria-hidden="true">'
+        "<span>%s within the peer group</span>"
+        "<span>%s flagged (outlier, slow, regressed, unstable)</span>"
+        "<span>%s error / invalid</span>"
+        "<span>%s group median</span>"
+        "<span>%s median \u00b1 %.0f%%</span>"
+        "</div>"
+    ) % (
+        swatch('<rect x="0" y="1" width="22" height="10" fill="#3d6fa8"/>'),
+        swatch('<defs><pattern id="%s-lh" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+               '<rect width="6" height="6" fill="#e07b24"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7a3a00" stroke-width="2.2"/>'
+               '</pattern></defs><rect x="0" y="1" width="22" height="10" fill="url(#%s-lh)" stroke="#3a1d00" stroke-width="0.8"/>' % (prefix, prefix)),
+        swatch('<defs><pattern id="%s-lc" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#c62828"/>'
+               '<path d="M0 0L6 6M6 0L0 6" stroke="#5a0000" stroke-width="1.4"/></pattern></defs>'
+               '<rect x="0" y="1" width="22" height="10" fill="url(#%s-lc)"/>' % (prefix, prefix)),
+        swatch('<line x1="11" y1="0" x2="11" y2="12" stroke="#1d2330" stroke-width="2" stroke-dasharray="4 2"/>'),
+        swatch('<rect x="0" y="0" width="22" height="12" fill="#e6f0e6" stroke="#6d8f6d" stroke-dasharray="3 2"/>'),
+        fraction * 100,
+    )
+
+
+def _summary_html(report: Mapping[str, Any]) -> str:
+    counts = _counts(report)
+    passed, sentence = _overall(report, counts)
+    boxes = ['<div class="verdict-box %s"><strong>%s</strong>%s</div>' % (
+        "passed" if passed else "failed", "PASSED" if passed else "NOT PASSED", _esc(sentence))]
+    for verdict, count in counts:
+        klass = _verdict_class(verdict) if count else "zero"
+        boxes.append('<div class="count %s"><b>%d</b><span>%s</span></div>' % (klass, count, _esc(_verdict_label(verdict))))
+    status = '<div class="status" role="group" aria-label="Summary">%s</div>' % "".join(boxes)
+    input_errors = _input_errors(report)
+    if input_errors:
+        status += '<div class="input-errors"><strong>Input errors</strong><ul>%s</ul></div>' % "".join(
+            "<li>%s</li>" % _esc(error) for error in input_errors)
+    return status
+
+
+def _hosts_rows(report: Mapping[str, Any]) -> List[Tuple[str, List[str]]]:
+    rows = []
+    for host, info in sorted(_mapping(report.get("hosts")).items(), key=lambda item: _text(item[0])):
+        info = _mapping(info)
+        status = _text(info.get("status")) or "ok"
+        records = _number(info.get("records"))
+        problems = "; ".join(_text(_mapping(problem).get("message")) or _text(problem) for problem in _list(info.get("problems")))
+        rows.append(("" if status == "ok" else "bad", [_text(host), status, "%d" % records if records is not None else "", problems]))
+    return rows
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """``report.html``: one self-contained page (inline CSS and SVG, no script, no external resource)."""
+    report = _mapping(report)
+    fraction = _outlier_fraction(report)
+    title = _title(report)
+    groups = _groups(report)
+    body: List[str] = []
+
+    run_items = _run_items(report)
+    meta = "".join("<div><dt>%s</dt><dd>%s</dd></div>" % (_esc(label), _esc(value)) for label, value in run_items)
+    meta += "<div><dt>Outlier limit</dt><dd>%.0f%% below group median</dd></div>" % (fraction * 100)
+    body.append('<header class="top"><h1><span class="brand">diskproof</span> fleet disk report</h1>'
+                '<p class="sub">%s</p><dl class="meta">%s</dl></header>' % (_esc(_subtitle(report)), meta))
+
+    body.append('<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2>%s</section>' % _summary_html(report))
+
+    problems = _problem_entries(report)
+    if problems:
+        rows = [(_verdict_class(_verdict(entry)), _problem_row(entry)) for entry in problems]
+        table = _html_table(_PROBLEM_HEADERS, rows, caption="Every result that is not a pass, worst first. " + _UNITS_NOTE,
+                            numeric=(5, 6), badge=0, mono=(3, 4))
+    else:
+        table = '<p class="empty">%s</p>' % ("Nothing: every result passes." if _entries(report) else "No results.")
+    body.append('<section aria-labelledby="s-problems"><h2 id="s-problems">Needs attention</h2>%s</section>' % table)
+
+    tests = _tests(report)
+    sections = []
+    chart_number = 0
+    for test in tests:
+        entries = _test_entries(report, test)
+        parts = ['<h3 id="t-%d">%s</h3>' % (len(sections), _esc(test))]
+        description = _test_description(entries)
+        if description:
+            parts.append('<p class="sub">%s</p>' % _esc(description))
+        metric_names: List[Optional[str]] = []
+        for entry in entries:
+            name, _value = _metric(entry)
+            if name is not None and name not in metric_names:
+                metric_names.append(name)
+        for position, name in enumerate(metric_names):
+            # Entries without a figure (error, not measured) are listed in the first chart only.
+            chart_entries = [entry for entry in entries
+                             if _metric(entry)[0] == name or (position == 0 and _metric(entry)[0] is None)]
+            if not any(_metric(entry)[1] is not None for entry in chart_entries):
+                continue
+            chart_number += 1
+            chart = _bar_chart("c%d" % chart_number, test, name, chart_entries, groups, fraction)
+            parts.append('<figure>%s<figcaption>%s per disk (%s). Bars from zero; dashed line: group median; '
+                         "shaded band: median \u00b1 %.0f%%. Flagged disks are hatched and labelled.</figcaption>%s</figure>" % (
+                             chart, _esc(_capitalize(_METRIC_LABELS.get(name or "", name or "figure"))),
+                             _esc(_axis_unit(name)[1]), fraction * 100, _legend(fraction, "c%d" % chart_number)))
+        if any(_zcav_points(entry) for entry in entries):
+            chart_number += 1
+            parts.append('<figure>%s<figcaption>ZCAV: read throughput by position on the disk; each line one disk '
+                         "(colour, dash pattern and end label).</figcaption></figure>" % _zcav_chart("c%d" % chart_number, test, entries))
+        rows = [(_verdict_class(_verdict(entry)), _test_row(entry)) for entry in entries]
+        parts.append(_html_table(_TEST_HEADERS, rows, caption="%s: every disk. %s" % (test, _UNITS_NOTE),
+                                 numeric=(3, 4), badge=5, mono=(1, 2)))
+        sections.append('<section class="test" aria-labelledby="t-%d">%s</section>' % (len(sections), "".join(parts)))
+    if not sections:
+        sections.append('<p class="empty">No test results.</p>')
+    body.append('<section aria-labelledby="s-tests"><h2 id="s-tests">Results by test</h2>%s</section>' % "".join(sections))
+
+    if groups:
+        rows = [("", _group_row(group)) for group in groups]
+        table = _html_table(_GROUP_HEADERS, rows, caption="Peer groups: disks judged against each other. MAD: median absolute deviation.",
+                            numeric=(2, 3, 4, 5, 6))
+    else:
+        table = '<p class="empty">No peer groups (nothing measured).</p>'
+    body.append('<section aria-labelledby="s-groups"><h2 id="s-groups">Peer groups</h2>%s</section>' % table)
+
+    host_rows = _hosts_rows(report)
+    if host_rows:
+        body.append('<section aria-labelledby="s-hosts"><h2 id="s-hosts">Hosts</h2>%s</section>' % _html_table(
+            ["Host", "Status", "Records", "Problems"], host_rows, numeric=(2,)))
+
+    body.append("<footer>Generated by diskproof.fleet from report.json (report schema %s). %s</footer>" % (
+        _esc(report.get("report_schema")) or "?", _esc(_UNITS_NOTE)))
+
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n%s\n</main>\n</body>\n</html>\n"
+    ) % (_esc(title), _CSS, "\n".join(body))

@@ -1,0 +1,459 @@
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""report.md and report.html from module_utils/_render.py: the real lab report (rack6, one slow
+host) checked row by row, plus synthetic edge cases: empty, only not_measured, hostile host names,
+missing fields, and the report additions under way (new verdicts, reasons, model groups, ZCAV)."""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+# Loaded by path: the module is pure Python and needs no collection loader.
+_ROOT = Path(__file__).resolve().parents[4]
+_SPEC = importlib.util.spec_from_file_location("diskproof_render_under_test", _ROOT / "plugins" / "module_utils" / "_render.py")
+render = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(render)
+
+FIXTURE = _ROOT / "tests" / "fixtures" / "report" / "lab-rack6-report.json"
+SLOW = "rack6-n04"
+HOSTILE = 'evil<script>alert("x")</script>&"\'|`*_'
+
+
+@pytest.fixture(name="lab")
+def fixture_lab():
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+class _Page(HTMLParser):
+    """Collects tables (rows of cell texts), tag balance, and every attribute for the checks."""
+
+    VOID = {"meta", "br", "img", "input", "link", "hr", "col", "area", "base", "source", "wbr"}
+    # SVG elements written self-closing (<rect .../>) are fine in HTML5; they must not be counted.
+    SELF_CLOSING = {"rect", "line", "circle", "path", "polyline", "stop"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables = []
+        self.stack = []
+        self.errors = []
+        self.attributes = []
+        self.tags = []
+        self._cell = None
+        self._row = None
+        self.title = ""
+        self._in_title = False
+        self.texts = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes.extend(attrs)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+        if tag == "title" and not self.stack.count("svg"):
+            self._in_title = True
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes.extend(attrs)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append("unbalanced </%s> (open: %s)" % (tag, self.stack[-3:]))
+            return
+        self.stack.pop()
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1].append(self._row)
+            self._row = None
+        elif tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data):
+        self.texts.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in_title:
+            self.title += data
+
+
+def parse(page):
+    parser = _Page()
+    parser.feed(page)
+    parser.close()
+    assert not parser.errors, parser.errors
+    assert not parser.stack, "unclosed: %s" % parser.stack
+    return parser
+
+
+def md_table(markdown, heading):
+    """Rows (cells) of the first table after the given heading line."""
+    lines = markdown.splitlines()
+    start = lines.index(heading)
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            rows.append(cells)
+        elif rows:
+            break
+    assert rows[1][0] == "---"
+    return [rows[0]] + rows[2:]
+
+
+def assert_self_contained(page):
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"\b(src|href)\s*=", page, re.IGNORECASE)
+    assert "@import" not in page and "url(http" not in page
+    assert "<link" not in page.lower() and "<img" not in page.lower() and "<iframe" not in page.lower()
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), sorted(identifier for identifier in ids if ids.count(identifier) > 1)
+    # Only url(#id) references to patterns defined in the same page.
+    for reference in re.findall(r"url\(([^)]*)\)", page):
+        assert reference.startswith("#"), reference
+        assert 'id="%s"' % reference[1:] in page, reference
+
+
+# ---------------------------------------------------------------------------------------------
+# the real lab report
+# ---------------------------------------------------------------------------------------------
+
+def test_markdown_lab_summary_and_problems(lab):
+    markdown = render.render_markdown(lab)
+    assert markdown.startswith("# diskproof report \u2014 validate.yml \u2014 2026-11-22T01:08:38Z\n")
+    for line in ("- **Playbook:** validate.yml", "- **Started:** 2026-11-22T01:08:38Z", "- **Finished:** 2026-11-22T01:09:32Z",
+                 "- **Controller:** vm", "- **Ansible:** 2.19.14", "- **Hosts targeted:** 6",
+                 "- **Outlier limit:** 15% below the group median", "**NOT PASSED.** 3 of 18 results need attention."):
+        assert line in markdown.splitlines(), line
+    assert md_table(markdown, "## Summary")[1:] == [["error", "0"], ["not_measured", "0"], ["outlier", "3"], ["pass", "15"]]
+    assert md_table(markdown, "## Needs attention (worst first)") == [
+        ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"],
+        ["outlier", SLOW, "fio_rand_read", "/srv/diskproof/d0", "loop3", "201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%"],
+        ["outlier", SLOW, "dd_seq_read", "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%",
+         "-50.0% vs median 33.5 MB/s (n=6), limit -15%"],
+        ["outlier", SLOW, "dd_seq_write", "/srv/diskproof/d0", "loop3", "16.7 MB/s (16.0 MiB/s)", "-49.8%",
+         "-49.8% vs median 33.3 MB/s (n=6), limit -15%"],
+    ]
+
+
+def test_markdown_lab_per_test_tables_and_groups(lab):
+    markdown = render.render_markdown(lab)
+    headings = [line for line in markdown.splitlines() if line.startswith("### ")]
+    assert headings == ["### dd_seq_read", "### dd_seq_write", "### fio_rand_read"]
+    assert "dd 9.1, block 1 MiB, size 256 MiB, O_DIRECT, iodepth 1" in markdown.splitlines()
+    rows = md_table(markdown, "### dd_seq_read")
+    assert rows[0] == ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason"]
+    assert [row[0] for row in rows[1:]] == ["rack6-n0%d" % number for number in range(1, 7)]
+    assert rows[1] == ["rack6-n01", "/srv/diskproof/d0", "loop0", "33.5 MB/s (32.0 MiB/s)", "+0.0%", "pass", "+0.0% vs median 33.5 MB/s (n=6)"]
+    assert rows[4] == [SLOW, "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%", "outlier",
+                       "-50.0% vs median 33.5 MB/s (n=6), limit -15%"]
+    fio = md_table(markdown, "### fio_rand_read")
+    assert [row[5] for row in fio[1:]] == ["pass", "pass", "pass", "outlier", "pass", "pass"]
+    assert fio[4][3] == "201 IOPS"
+    assert md_table(markdown, "## Peer groups") == [
+        ["Group key", "Metric", "Count", "Median", "MAD", "Min", "Max"],
+        ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "\u2014", "\u2014"],
+        ["dd_seq_write", "throughput", "6", "33.3 MB/s", "0.065 MB/s", "\u2014", "\u2014"],
+        ["fio_rand_read", "IOPS", "6", "404 IOPS", "0.101 IOPS", "\u2014", "\u2014"],
+    ]
+    assert "MB/s = 10^6 bytes/s, MiB/s = 2^20 bytes/s, IOPS = operations/s." in markdown
+
+
+def test_html_lab_structure_tables_and_slow_host(lab):
+    page = render.render_html(lab)
+    parsed = parse(page)
+    assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    assert parsed.title == "diskproof report \u2014 validate.yml \u2014 2026-11-22T01:08:38Z"
+    assert "script" not in parsed.tags
+    assert_self_contained(page)
+    # Tables: problems, one per test (3), groups, hosts.
+    assert len(parsed.tables) == 6
+    problems = parsed.tables[0]
+    assert problems[0] == ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"]
+    assert [row[:3] for row in problems[1:]] == [["outlier", SLOW, "fio_rand_read"], ["outlier", SLOW, "dd_seq_read"],
+                                                 ["outlier", SLOW, "dd_seq_write"]]
+    assert problems[1][5:] == ["201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%"]
+    seq_read = parsed.tables[1]
+    assert seq_read[4] == [SLOW, "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%", "outlier",
+                           "-50.0% vs median 33.5 MB/s (n=6), limit -15%"]
+    assert [row[5] for row in seq_read[1:]].count("pass") == 5
+    assert parsed.tables[4][1] == ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "\u2014", "\u2014"]
+    assert [row[:3] for row in parsed.tables[5][1:]] == [["rack6-n0%d" % number, "ok", "3"] for number in range(1, 7)]
+    # Summary boxes.
+    assert '<div class="count warn"><b>3</b><span>outlier</span></div>' in page
+    assert '<div class="count ok"><b>15</b><span>pass</span></div>' in page
+    assert "<strong>NOT PASSED</strong>3 of 18 results need attention." in page
+
+
+def test_html_lab_charts(lab):
+    page = render.render_html(lab)
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
+    assert len(charts) == 3
+    for chart, test in zip(charts, ("dd_seq_read", "dd_seq_write", "fio_rand_read")):
+        assert 'role="img"' in chart and "aria-labelledby=" in chart
+        assert re.search(r"<title id=\"c\d-t\">%s, " % test, chart)
+        # Every disk is a bar; one hatched (flagged) bar, labelled by host with its verdict.
+        assert len(re.findall(r'<rect class="bar ', chart)) == 6
+        assert len(re.findall(r'<rect class="bar warn"', chart)) == 1
+        assert '<text class="lbl flag" x="222"' in chart and ">rack6-n04 loop3</text>" in chart
+        assert re.search(r'<text class="note warn"[^>]*>OUTLIER [0-9.]+ (MB/s|IOPS) -(49|50)\.\d%</text>', chart)
+        assert chart.count('class="band"') == 1 and chart.count('class="median"') == 1
+    assert ">median 33.5 MB/s</text>" in charts[0]
+    assert ">median 404 IOPS</text>" in charts[2]
+    # The band is median +/- 15 %: its tooltip states the limits.
+    assert "expected band: median 33.5 MB/s \u00b1 15% (28.5 MB/s to 38.6 MB/s)" in charts[0]
+    assert "<desc id=\"c1-d\">6 disks; 1 flagged." in charts[0]
+    # No ZCAV data in schema 1 records: no line chart.
+    assert "polyline" not in page
+
+
+def test_html_band_follows_rules_outlier_fraction(lab):
+    lab["rules"]["outlier_fraction"] = 0.25
+    page = render.render_html(lab)
+    assert "expected band: median 33.5 MB/s \u00b1 25% (25.1 MB/s to 41.9 MB/s)" in page
+    assert "25% below group median" in page
+
+
+def test_rejudged_by_aggregate_renders(lab):
+    """The fixture's records judged again by module_utils/_aggregate.py as it is now (whatever the
+    report schema): the renderers take build_report's dict as it comes."""
+    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_render", _ROOT / "plugins" / "module_utils" / "_aggregate.py")
+    aggregate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(aggregate)
+    records_by_host = {}
+    for entry in lab["results"]:
+        records_by_host.setdefault(entry["host"], []).append(entry["record"])
+    statuses = {host: {"status": "ok", "problems": []} for host in records_by_host}
+    statuses["rack6-n07"] = {"status": "unreachable", "problems": [{"task": "discover", "status": "unreachable", "message": "ssh: timed out"}]}
+    report = json.loads(json.dumps(aggregate.build_report(records_by_host, statuses, lab["run"])))
+
+    markdown = render.render_markdown(report)
+    problems = md_table(markdown, "## Needs attention (worst first)")[1:]
+    assert problems[0][:2] == ["not_measured", "rack6-n07"]
+    assert sorted(row[2] for row in problems if row[1] == SLOW) == ["dd_seq_read", "dd_seq_write", "fio_rand_read"]
+    assert len(problems) == 4
+    page = render.render_html(report)
+    parse(page)
+    assert_self_contained(page)
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
+    assert len(charts) == 3
+    assert all(chart.count('class="bar ok"') == 5 and chart.count('class="band"') == 1 for chart in charts)
+
+
+def test_renderers_do_not_modify_the_report(lab):
+    before = copy.deepcopy(lab)
+    render.render_markdown(lab)
+    render.render_html(lab)
+    assert lab == before
+
+
+# ---------------------------------------------------------------------------------------------
+# synthetic edge cases
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("report", [{}, {"results": None, "groups": None, "summary": None, "run": None, "rules": None, "hosts": None},
+                                    {"results": [], "groups": [], "summary": {"counts": {}, "total": 0, "failing": []}}],
+                         ids=["empty-dict", "all-none", "empty-lists"])
+def test_empty_reports(report):
+    markdown = render.render_markdown(report)
+    page = render.render_html(report)
+    assert "No results: nothing was measured." in markdown
+    assert "No results." in markdown and "No test results." in markdown and "No peer groups (nothing measured)." in markdown
+    parsed = parse(page)
+    assert parsed.title == "diskproof report"
+    assert parsed.tables == []
+    assert "<svg class=\"chart\"" not in page
+    assert "NOT PASSED" in page
+    assert_self_contained(page)
+
+
+def _not_measured_report():
+    return {
+        "report_schema": 1,
+        "run": {"playbook": "validate.yml"},
+        "rules": {"outlier_fraction": 0.15},
+        "hosts": {"a": {"status": "unreachable", "records": 0, "problems": [{"task": None, "status": "unreachable", "message": "ssh: timeout"}]},
+                  "b": {"status": "failed", "records": 0, "problems": [{"task": "quiesce", "status": "failed", "message": "md resync"}]}},
+        "groups": [],
+        "results": [
+            {"host": "a", "target_path": None, "device": None, "test": None, "verdict": "not_measured",
+             "reason": "unreachable: ssh: timeout", "primary_metric": None, "group_median": None, "deviation_from_median": None, "record": None},
+            {"host": "b", "target_path": None, "device": None, "test": None, "verdict": "not_measured",
+             "reason": "failed in task 'quiesce': md resync", "primary_metric": None, "group_median": None,
+             "deviation_from_median": None, "record": None},
+        ],
+        "summary": {"counts": {"error": 0, "not_measured": 2, "outlier": 0, "pass": 0}, "total": 2, "failing": []},
+    }
+
+
+def test_only_not_measured_hosts():
+    report = _not_measured_report()
+    markdown = render.render_markdown(report)
+    assert md_table(markdown, "## Needs attention (worst first)")[1:] == [
+        ["not_measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"],
+        ["not_measured", "b", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "failed in task 'quiesce': md resync"],
+    ]
+    assert "No test results." in markdown
+    page = render.render_html(report)
+    parsed = parse(page)
+    assert parsed.tables[0][1] == ["not measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"]
+    assert parsed.tables[-1][1:] == [["a", "unreachable", "0", "ssh: timeout"], ["b", "failed", "0", "md resync"]]
+    assert '<div class="count muted"><b>2</b><span>not measured</span></div>' in page
+    assert "<svg class=\"chart\"" not in page
+
+
+def test_hostile_strings_are_escaped(lab):
+    report = copy.deepcopy(lab)
+    entry = report["results"][0]
+    entry["host"] = HOSTILE
+    entry["reason"] = "<img src=x onerror=alert(1)> & more"
+    entry["device"] = "<b>loop3</b>"
+    report["run"]["playbook"] = "<script>alert(2)</script>"
+    report["hosts"][HOSTILE] = report["hosts"].pop(SLOW)
+    page = render.render_html(report)
+    parsed = parse(page)
+    assert "<script" not in page and "<img" not in page and "<b>loop3" not in page
+    assert "script" not in parsed.tags and "img" not in parsed.tags and "b" in parsed.tags  # <b> only from the summary boxes
+    assert "evil&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&quot;&#x27;|`*_" in page
+    assert "&lt;img src=x onerror=alert(1)&gt; &amp; more" in page
+    assert parsed.tables[0][1][1] == HOSTILE  # the text survives escaping intact
+    assert parsed.title == "diskproof report \u2014 <script>alert(2)</script> \u2014 2026-11-22T01:08:38Z"
+    assert_self_contained(page.replace("src=x", ""))  # the only src= is the escaped reason text
+    assert not re.search(r"<[^>]*\bsrc\s*=", page)
+    markdown = render.render_markdown(report)
+    assert "<script" not in markdown and "<img" not in markdown
+    assert "evil&lt;script&gt;alert(\"x\")&lt;/script&gt;&amp;\"'\\|\\`\\*\\_" in markdown
+    # The escaped pipe keeps the table shape: 8 cells in every row.
+    assert all(len(row) == 8 for row in md_table(markdown, "## Needs attention (worst first)"))
+
+
+def test_missing_optional_fields_never_crash():
+    report = {
+        "rules": {"outlier_fraction": "not a number"},
+        "groups": [{"key": None, "metric": None}, {"key": ["t"], "metric": "bytes_per_s", "median": None}, "junk"],
+        "results": [
+            {},
+            {"host": "h1", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": 5e8}},
+            {"host": "h2", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": None},
+             "record": {"target": None, "params": None, "metrics": None}},
+            {"host": "h3", "test": "t", "verdict": None, "primary_metric": "bogus", "reasons": None, "deviation_from_median": "x"},
+            {"host": "h4", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": float("nan")},
+             "record": {"metrics": {"zcav": [None, {"offset_bytes": None}, "x"]}}},
+            "not a dict",
+        ],
+        "summary": {"counts": {"pass": None}, "passed": None},
+    }
+    markdown = render.render_markdown(report)
+    page = render.render_html(report)
+    parse(page)
+    assert "| h1 | \u2014 | \u2014 | 500 MB/s (477 MiB/s) | \u2014 | pass | \u2014 |" in markdown
+    assert "| h3 | \u2014 | \u2014 | \u2014 | \u2014 | unknown | \u2014 |" in markdown
+    assert "polyline" not in page  # ZCAV points without figures draw nothing
+    assert "median \u00b1 15%" in page  # invalid fraction: the default
+
+
+def test_future_report_additions():
+    """Verdicts slow/regressed/unstable/invalid, `reasons` (strings or {verdict, reason}), an
+    entry's `group` naming its model+firmware+capacity group, groups with count/min/max,
+    summary.passed and ZCAV curves."""
+    key_a, key_b = ["dd_seq_read", "ST4000NM", "SN04", "4000787030016"], ["dd_seq_read", "MZ7LH960", "HXT7", "960197124096"]
+
+    def entry(host, value, median, verdict, key, reasons=None, zcav=None):
+        return {"host": host, "test": "dd_seq_read", "target_path": "/dev/sdb", "device": "sdb", "verdict": verdict,
+                "reason": (reasons or ["ok"])[0], "reasons": reasons or [], "group": key,
+                "primary_metric": {"name": "bytes_per_s", "value": value}, "group_median": median,
+                "deviation_from_median": (value - median) / median,
+                "record": {"test": "dd_seq_read", "metrics": {"read_bytes_per_s": value, "zcav": zcav}}}
+
+    hdd_3_reasons = [{"verdict": "slow", "reason": "below 200 MB/s rule"}, {"verdict": "outlier", "reason": "-40.0% vs median 250 MB/s"}]
+    zcav = [{"offset_bytes": index * 4e11, "read_bytes_per_s": 2.5e8 - index * 1e7} for index in range(11)]
+    report = {
+        "rules": {"outlier_fraction": 0.2},
+        "groups": [
+            {"key": key_a, "metric": "bytes_per_s", "count": 3, "median": 2.5e8, "mad": 1e6, "min": 1.5e8, "max": 2.52e8},
+            {"key": key_b, "metric": "bytes_per_s", "count": 3, "median": 5e8, "mad": 2e6, "min": 4e8, "max": 5.1e8},
+        ],
+        "results": [
+            entry("hdd-3", 1.5e8, 2.5e8, "slow", key_a, hdd_3_reasons, zcav),
+            entry("ssd-2", 4e8, 5e8, "regressed", key_b, ["-20.0% vs baseline"]),
+            entry("ssd-3", 5.05e8, 5e8, "unstable", key_b, ["stdev 30% of mean across 3 runs"]),
+            entry("hdd-1", 2.5e8, 2.5e8, "pass", key_a, zcav=zcav),
+            entry("hdd-2", 2.52e8, 2.5e8, "pass", key_a, zcav=zcav),
+            entry("ssd-1", 5.1e8, 5e8, "pass", key_b),
+            {"host": "ssd-4", "test": "dd_seq_read", "verdict": "invalid", "reasons": ["device_io shows 0 bytes read", "cache hit"],
+             "primary_metric": None, "record": {"test": "dd_seq_read"}},
+        ],
+        "summary": {"counts": {"pass": 3, "slow": 1, "regressed": 1, "unstable": 1, "invalid": 1}, "total": 7, "passed": False,
+                    "input_errors": ["baseline: /srv/old/report.json: not a report"]},
+    }
+    markdown = render.render_markdown(report)
+    assert md_table(markdown, "## Summary")[1:] == [["invalid", "1"], ["slow", "1"], ["regressed", "1"], ["unstable", "1"], ["pass", "3"]]
+    assert "- baseline: /srv/old/report.json: not a report" in markdown.splitlines()
+    assert "**NOT PASSED.** 4 of 7 results need attention. 1 input error (rules or baseline not usable)." in markdown
+    problems = md_table(markdown, "## Needs attention (worst first)")
+    assert [row[:2] for row in problems[1:]] == [["invalid", "ssd-4"], ["slow", "hdd-3"], ["regressed", "ssd-2"], ["unstable", "ssd-3"]]
+    assert problems[2][7] == "slow: below 200 MB/s rule; outlier: -40.0% vs median 250 MB/s"
+    assert problems[1][7] == "device_io shows 0 bytes read; cache hit"
+    groups = md_table(markdown, "## Peer groups")
+    assert groups[1] == ["dd_seq_read / ST4000NM / SN04 / 4000787030016", "throughput", "3", "250 MB/s", "1.00 MB/s", "150 MB/s", "252 MB/s"]
+
+    page = render.render_html(report)
+    parsed = parse(page)
+    assert_self_contained(page)
+    assert '<div class="count warn"><b>1</b><span>slow</span></div>' in page
+    assert '<div class="count bad"><b>1</b><span>invalid</span></div>' in page
+    assert "<li>baseline: /srv/old/report.json: not a report</li>" in page
+    chart = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
+    assert len(chart) == 2  # the bar chart and the ZCAV chart
+    bars = chart[0]
+    # One band and median per peer group, each group headed by its key, disks in their own group.
+    assert bars.count('class="band"') == 2 and bars.count('class="median"') == 2
+    assert ">group: dd_seq_read / ST4000NM / SN04 / 4000787030016</text>" in bars
+    # ssd-4 (invalid, no figure) is in no group: listed apart, not hidden.
+    assert ">group: none (no figure to compare)</text>" in bars and ">ssd-4</text>" in bars
+    assert bars.index(">hdd-3 sdb</text>") < bars.index(">group: dd_seq_read / MZ7LH960") < bars.index(">ssd-2 sdb</text>")
+    assert ">median 250 MB/s</text>" in bars and ">median 500 MB/s</text>" in bars
+    assert "expected band: median 250 MB/s \u00b1 20% (200 MB/s to 300 MB/s)" in bars
+    assert ">SLOW 150 MB/s -40.0%</text>" in bars and ">REGRESSED 400 MB/s -20.0%</text>" in bars
+    assert ">INVALID</text>" in bars and ">no figure</text>" in bars
+    zcav_chart = chart[1]
+    assert zcav_chart.count("<polyline") == 2 + 1  # hdd-1, hdd-2 and the slow hdd-3
+    assert ">hdd-3 sdb</text>" in zcav_chart and "offset on disk, GB (10^9 bytes)" in zcav_chart
+    assert "ZCAV read throughput across the disk" in zcav_chart
+    table = parsed.tables[1]
+    assert [(row[0], row[5]) for row in table[1:]] == [("hdd-1", "pass"), ("hdd-2", "pass"), ("hdd-3", "slow"), ("ssd-1", "pass"),
+                                                       ("ssd-2", "regressed"), ("ssd-3", "unstable"), ("ssd-4", "invalid")]
+    assert table[3][3:5] == ["150 MB/s (143 MiB/s)", "-40.0%"]
+    assert table[7][6] == "device_io shows 0 bytes read; cache hit"
+
+
+def test_passed_summary_and_all_pass():
+    report = {"results": [{"host": "h%d" % index, "test": "t", "verdict": "pass",
+                           "primary_metric": {"name": "iops", "value": 1000.0 + index}} for index in range(3)],
+              "groups": [{"key": ["t"], "metric": "iops", "measured": 3, "median": 1001.0, "mad": 1.0}],
+              "summary": {"counts": {"pass": 3}, "total": 3, "passed": True}}
+    markdown = render.render_markdown(report)
+    assert "**PASSED.** All 3 results pass." in markdown
+    assert "Nothing: every result passes." in markdown
+    page = render.render_html(report)
+    assert '<div class="verdict-box passed"><strong>PASSED</strong>All 3 results pass.</div>' in page
+    assert ">median 1,001 IOPS</text>" in page
+    assert 'class="bar warn"' not in page and 'class="bar ok"' in page
