@@ -163,6 +163,7 @@ JUNIT_XML = "junit.xml"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 ACCEPTANCE_VARIABLE = "diskproof_acceptance"
+COLLECTION_PREFIX = "diskproof.fleet."
 CSV_COLUMNS = (
     "host", "target_path", "device", "test", "tool", "verdict", "reason",
     "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error",
@@ -320,6 +321,14 @@ def render_csv(report: Mapping) -> str:
     return buffer.getvalue()
 
 
+def _is_measuring_task(task) -> bool:
+    """A task of this collection (its modules, or any task of its roles): its play measures disks."""
+    action = str(getattr(task, "resolved_action", None) or getattr(task, "action", "") or "")
+    role = getattr(task, "_role", None)
+    role_name = str(role.get_name()) if role is not None else ""
+    return action.startswith(COLLECTION_PREFIX) or role_name.startswith(COLLECTION_PREFIX)
+
+
 def write_atomically(path: str, text: str) -> None:
     """Write text to path through a temp file in the same directory and os.replace: readers never see half a report."""
     directory, name = os.path.split(path)
@@ -381,6 +390,7 @@ class CallbackModule(CallbackBase):
         self._rules_file = None
         self._baseline_file = None
         self._play_acceptance = None
+        self._play: dict | None = None  # the running play: its hosts, whether it measures, deferred outcomes
         self._records_by_host: dict[str, list[dict]] = {}
         self._host_statuses: dict[str, dict] = {}
         self._inventory_size = None
@@ -414,23 +424,48 @@ class CallbackModule(CallbackBase):
             current["status"] = status
 
     def _add_records(self, result) -> bool:
-        host = result._host.get_name()
-        self._host_status(host)
         records = _records_in(result)
         if records:
+            host = result._host.get_name()
+            self._host_status(host)
             self._records_by_host.setdefault(host, []).extend(records)
+            if self._play is not None:
+                self._play["measuring"] = True
         return bool(records)
 
-    def _add_problem(self, result, status: str) -> None:
-        host = result._host.get_name()
+    def _defer(self, host: str, status: str, problem: dict | None = None) -> None:
+        """A host outcome, kept until the play ends: it counts only if the play measured disks."""
+        if self._play is None:
+            self._apply(host, status, problem)
+        else:
+            self._play["outcomes"].append((host, status, problem))
+
+    def _apply(self, host: str, status: str, problem: dict | None) -> None:
         self._mark_host(host, status)
-        self._host_status(host)["problems"].append({"task": result._task.get_name(), "status": status, "message": _message_of(result)})
+        if problem is not None:
+            self._host_status(host)["problems"].append(problem)
+
+    def _add_problem(self, result, status: str) -> None:
+        problem = {"task": result._task.get_name(), "status": status, "message": _message_of(result)}
+        self._defer(result._host.get_name(), status, problem)
 
     def _failed(self, result) -> None:
         # A failure that still returned records is judged through those records (verdict error).
-        self._mark_host(result._host.get_name(), _aggregate.HOST_FAILED)
-        if not self._add_records(result):
+        if self._add_records(result):
+            self._mark_host(result._host.get_name(), _aggregate.HOST_FAILED)
+        else:
             self._add_problem(result, _aggregate.HOST_FAILED)
+
+    def _end_play(self) -> None:
+        """Every host of a play that measured disks appears in the report, even if it never
+        answered; plays that only judge or publish (a final localhost play) leave no trace."""
+        play, self._play = self._play, None
+        if play is None or not play["measuring"]:
+            return
+        for host in play["hosts"]:
+            self._host_status(host)
+        for host, status, problem in play["outcomes"]:
+            self._apply(host, status, problem)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -441,15 +476,19 @@ class CallbackModule(CallbackBase):
 
     @_guarded
     def v2_playbook_on_play_start(self, play):
+        self._end_play()
         inventory = play.get_variable_manager()._inventory
-        # Every host the play targets appears in the report, even if it never answered.
-        for host in inventory.get_hosts(play.hosts):
-            self._host_status(host.get_name())
+        self._play = {"hosts": [host.get_name() for host in inventory.get_hosts(play.hosts)], "measuring": False, "outcomes": []}
         self._inventory_size = len(inventory.get_hosts("all", ignore_limits=True, ignore_restrictions=True))
         # Play vars and extra vars, untemplated; the last play that sets the variable wins.
         play_vars = play.get_variable_manager().get_vars(play=play)
         if ACCEPTANCE_VARIABLE in play_vars:
             self._play_acceptance = _plain(play_vars[ACCEPTANCE_VARIABLE])
+
+    @_guarded
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        if self._play is not None and _is_measuring_task(task):
+            self._play["measuring"] = True
 
     @_guarded
     def v2_runner_on_ok(self, result):
@@ -463,7 +502,7 @@ class CallbackModule(CallbackBase):
     @_guarded
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if _is_loop_summary(result):
-            self._mark_host(result._host.get_name(), _aggregate.HOST_FAILED)
+            self._defer(result._host.get_name(), _aggregate.HOST_FAILED)
         else:
             self._failed(result)
 
@@ -477,8 +516,7 @@ class CallbackModule(CallbackBase):
 
     @_guarded
     def v2_playbook_on_stats(self, stats):
-        for host in stats.processed:
-            self._host_status(str(host))
+        self._end_play()
         if not self._records_by_host and not any(status["problems"] for status in self._host_statuses.values()):
             self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
             return

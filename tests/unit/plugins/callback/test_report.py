@@ -568,3 +568,35 @@ def test_fleet_report_and_report_summary_filters(playbook_runner):
     assert summary["failing_hosts"] == ["localhost", "n04"]
     assert summary["counts"]["slow"] == 1 and summary["counts"]["not_measured"] == 1
     assert "bad rules: rules[0]: states no limit" in (playbook_runner.workdir / "bad.txt").read_text()
+
+
+def test_a_final_judging_play_on_the_controller_leaves_no_trace_in_the_report(playbook_runner):
+    """The AWX pattern: records in one play, then a localhost play that only judges, publishes and
+    fails the job. Its host (and its deliberate failure) must not become a not_measured disk."""
+    inventory = {"all": {"hosts": {"n01": local_host(), "n02": local_host()}}}
+    playbook = [dict(OK_PLAYBOOK[0], hosts="n01"), {"name": "Judge on the controller", "hosts": "n02", "gather_facts": False, "tasks": [
+        {"name": "Publish", "ansible.builtin.set_stats": {"data": {"judged": True}}},
+        {"name": "Fail the job on purpose", "ansible.builtin.fail": {"msg": "acceptance failed"}},
+    ]}]
+    report_dir = playbook_runner.workdir / "report"
+    completed = playbook_runner.run(inventory, playbook, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert sorted(report["hosts"]) == ["n01"]
+    assert [(entry["host"], entry["verdict"]) for entry in report["results"]] == [("n01", "pass")]
+
+
+def test_a_host_failing_in_a_measuring_play_before_any_record_is_not_measured(playbook_runner):
+    inventory = {"all": {"hosts": {"n01": local_host(), "n02": local_host()}}}
+    playbook = [{"name": "Measure", "hosts": "all", "gather_facts": False, "tasks": [
+        {"name": "Preflight", "ansible.builtin.fail": {"msg": "refused"}, "when": "inventory_hostname == 'n02'"},
+        {"name": "Sequential write", "ansible.legacy.emit_records": {"records": [seq_write(D0, "sdb", 200e6)]}},
+    ]}]
+    report_dir = playbook_runner.workdir / "report"
+    completed = playbook_runner.run(inventory, playbook, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    verdicts = {entry["host"]: (entry["verdict"], entry["reason"]) for entry in report["results"]}
+    assert sorted(verdicts) == ["n01", "n02"]
+    assert verdicts["n01"][0] == "pass"
+    assert verdicts["n02"] == ("not_measured", "failed in task 'Preflight': refused")
