@@ -710,10 +710,11 @@ def peer_groups(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
     return groups
 
 
-def _peer_findings(metric: Mapping[str, Any], peers: Sequence[float], settings: Settings) -> Tuple[List[Tuple[str, str]], Dict[str, Any]]:
+def _peer_findings(metric: Mapping[str, Any], peers: Sequence[float], settings: Settings,
+                   stats: Optional[Mapping[str, Any]] = None) -> Tuple[List[Tuple[str, str]], Dict[str, Any]]:
     if len(peers) < MIN_PEERS:
         return [(VERDICT_PASS, "not compared: %d measured in group (< %d)" % (len(peers), MIN_PEERS))], {}
-    stats = describe(peers)
+    stats = stats if stats is not None else describe(peers)
     deviation = relative_deviation(metric["value"], stats["median"])
     z_score = robust_z(metric["value"], stats["median"], stats["mad"])
     extra = {"group_median": stats["median"], "deviation_from_median": deviation, "robust_z": z_score}
@@ -743,9 +744,12 @@ def _unstable_finding(record: Mapping[str, Any], max_cv: float, notes: List[str]
 
 def judge_record(host: str, record: Mapping[str, Any], groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
                  outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
-                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None) -> Dict[str, Any]:
+                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None,
+                 group_stats: Optional[Dict[Tuple[GroupKey, str], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Verdict entry for one record against the peer groups built by ``peer_groups``, the
-    normalized ``rules`` (``validate_rules``) and a ``baseline_index``."""
+    normalized ``rules`` (``validate_rules``) and a ``baseline_index``. ``group_stats`` is a cache
+    of each group's statistics shared across the records of one fleet (judge_fleet passes one), so
+    a group of n disks is described once, not n times."""
     settings = settings if settings is not None else make_settings(outlier_fraction)
     if record.get("error"):
         return _entry(host, record, [(VERDICT_ERROR, str(record["error"]))])
@@ -771,7 +775,14 @@ def judge_record(host: str, record: Mapping[str, Any], groups: Mapping[Tuple[Gro
             if change is not None and change < -settings.regression_fraction:
                 findings.append((VERDICT_REGRESSED, "%+.1f%% vs baseline %s (%s %s), limit -%.0f%%" % (
                     change * 100, format_metric(metric["name"], value), field, disk_id, settings.regression_fraction * 100)))
-    peer_findings, peer_extra = _peer_findings(metric, groups.get((key, metric["name"]), []), settings)
+    group = (key, metric["name"])
+    peers = groups.get(group, [])
+    stats = None
+    if group_stats is not None and len(peers) >= MIN_PEERS:
+        stats = group_stats.get(group)
+        if stats is None:
+            stats = group_stats[group] = describe(peers)
+    peer_findings, peer_extra = _peer_findings(metric, peers, settings, stats)
     extra.update(peer_extra)
     findings.extend(finding for finding in peer_findings if finding[0] != VERDICT_PASS)
     unstable = _unstable_finding(record, settings.max_cv, notes)
@@ -830,10 +841,12 @@ def judge_fleet(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host
     """
     settings = settings if settings is not None else make_settings(outlier_fraction)
     groups = peer_groups(records_by_host, settings.peer_group)
+    group_stats: Dict[Tuple[GroupKey, str], Dict[str, Any]] = {}
     entries = []
     for host in sorted(set(records_by_host) | set(host_statuses)):
         records = records_by_host.get(host) or []
-        entries.extend(judge_record(host, record, groups, settings=settings, rules=rules, baseline=baseline) for record in records)
+        entries.extend(judge_record(host, record, groups, settings=settings, rules=rules, baseline=baseline, group_stats=group_stats)
+                       for record in records)
         entries.extend(host_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
     return sort_worst_first(entries)
 
