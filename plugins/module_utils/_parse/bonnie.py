@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError
+from .errors import ParseError, RunIssues, first_line
 from .units import byte_factor, finite, ns_per, parse_unsigned
 
 TOOL = "bonnie"
@@ -86,7 +86,7 @@ _ANY = re.compile(r"^\S+$")
 
 
 @dataclass
-class BonnieRun:
+class BonnieRun(RunIssues):
     """One bonnie++ run (one CSV line or one text table row), figures in SI base units."""
 
     index: int = 0
@@ -105,10 +105,6 @@ class BonnieRun:
     num_files: Optional[int] = None
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
-
-    @property
-    def error(self) -> Optional[str]:
-        return "; ".join(self.errors) if self.errors else None
 
     def rate(self, test: str) -> Optional[float]:
         return self.rates.get(test)
@@ -479,7 +475,7 @@ def parse(text: str) -> List[BonnieRun]:
     elif reader.errors:
         runs = [BonnieRun(index=0, source="text", layout=None, version=reader.version)]
     else:
-        line = _first_line(text)
+        line = first_line(text)
         raise ParseError(TOOL, "a bonnie++ CSV line or its 'Sequential Output' text table", line,
                          1 if line is not None else None)
     for run in runs:
@@ -488,10 +484,3 @@ def parse(text: str) -> List[BonnieRun]:
         run.warnings.extend(reader.warnings)
         _too_fast_warnings(run)
     return runs
-
-
-def _first_line(text: str) -> Optional[str]:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None

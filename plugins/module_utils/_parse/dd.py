@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .errors import ParseError
+from .errors import ParseError, RunIssues, first_line
 from .units import byte_factor, decimal_places, parse_decimal
 
 TOOL = "dd"
@@ -81,7 +81,7 @@ class Summary:
 
 
 @dataclass
-class DdRun:
+class DdRun(RunIssues):
     """One dd invocation as read from its output."""
 
     index: int = 0
@@ -95,10 +95,6 @@ class DdRun:
     progress_updates: int = 0
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
-
-    @property
-    def error(self) -> Optional[str]:
-        return "; ".join(self.errors) if self.errors else None
 
     @property
     def has_summary(self) -> bool:
@@ -339,16 +335,9 @@ class _Reader:
         elif self.runs and self.pending_warnings:
             self.runs[-1].warnings.extend(self.pending_warnings)
         if not any(run.has_summary or run.errors for run in self.runs):
-            line, lineno = self.first_unknown or (_first_line(text), 1 if text.strip() else None)
+            line, lineno = self.first_unknown or (first_line(text), 1 if text.strip() else None)
             raise ParseError(TOOL, "dd status output ('N+M records in/out' and a summary line)", line, lineno)
         return self.runs
-
-
-def _first_line(text: str) -> Optional[str]:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
 
 
 def parse(text: str) -> List[DdRun]:

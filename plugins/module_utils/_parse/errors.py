@@ -1,8 +1,11 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one exception the parsers raise: ParseError (tool, what was expected, offending line)."""
+"""The one exception the parsers raise: ParseError (tool, what was expected, offending line),
+and the small helpers every parser uses to report problems."""
 
 from __future__ import annotations
+
+from typing import List, Optional
 
 MAX_QUOTED_CHARS = 400
 
@@ -50,3 +53,22 @@ class ParseError(ValueError):
 
     def __str__(self) -> str:
         return self.message
+
+
+def first_line(text: str) -> Optional[str]:
+    """The first non-blank line of a tool's output, stripped: what an error message quotes."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None
+
+
+class RunIssues:
+    """Mixin for a parsed run whose dataclass has ``errors`` and ``warnings`` lists."""
+
+    errors: List[str]
+
+    @property
+    def error(self) -> Optional[str]:
+        """The run's errors joined into one message, or None when it had none."""
+        return "; ".join(self.errors) if self.errors else None

@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from .errors import ParseError
+from .errors import ParseError, RunIssues
 from .units import NS_PER_S, byte_factor, count_factor, finite, ns_per, parse_unsigned
 
 TOOL = "ioping"
@@ -82,7 +82,7 @@ _MESSAGE = re.compile(r"^(?:\S*/)?ioping: ")
 
 
 @dataclass
-class IopingRun:
+class IopingRun(RunIssues):
     """One ioping statistics block (or raw line), figures in SI base units."""
 
     index: int = 0
@@ -108,10 +108,6 @@ class IopingRun:
     mdev_ns: Optional[float] = None
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
-
-    @property
-    def error(self) -> Optional[str]:
-        return "; ".join(self.errors) if self.errors else None
 
 
 def _count(match: re.Match, name: str, line: str, lineno: int) -> float:

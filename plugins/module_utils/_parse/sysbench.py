@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError
+from .errors import ParseError, RunIssues, first_line
 from .units import NS_PER_S, NS_PER_TIME_UNIT, byte_factor, finite, parse_unsigned
 
 TOOL = "sysbench"
@@ -112,7 +112,7 @@ class Latency:
 
 
 @dataclass
-class SysbenchRun:
+class SysbenchRun(RunIssues):
     """One sysbench fileio invocation as read from its output."""
 
     index: int = 0
@@ -141,10 +141,6 @@ class SysbenchRun:
     seconds: Optional[float] = None
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
-
-    @property
-    def error(self) -> Optional[str]:
-        return "; ".join(self.errors) if self.errors else None
 
     @property
     def has_results(self) -> bool:
@@ -556,19 +552,12 @@ def parse(text: str) -> List[SysbenchRun]:
     if not runs:
         if non_fileio is not None:
             raise ParseError(TOOL, "sysbench fileio results (this is another sysbench test)", non_fileio)
-        line, lineno = reader.first_foreign or (_first_line(text), 1 if text.strip() else None)
+        line, lineno = reader.first_foreign or (first_line(text), 1 if text.strip() else None)
         raise ParseError(
             TOOL, "sysbench fileio results ('Operations performed:', 'File operations:' or 'bytes written in')",
             line, lineno,
         )
     return runs
-
-
-def _first_line(text: str) -> Optional[str]:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
 
 
 def direction_of(run: SysbenchRun) -> Optional[str]:
