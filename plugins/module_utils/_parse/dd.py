@@ -165,8 +165,19 @@ def _rate_warning(summary: Summary, decimals: int, factor: int) -> List[str]:
     return ["dd printed rate %.6g B/s differs from bytes/seconds = %.6g B/s" % (printed, exact)]
 
 
-def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
+# dd counts bytes in intmax_t: a larger "byte count" is not dd output (and would overflow floats).
+MAX_BYTE_COUNT = 2 ** 63 - 1
+
+
+def _byte_count(match: re.Match, line: str, lineno: int) -> int:
     nbytes = int(match.group("bytes"))
+    if nbytes > MAX_BYTE_COUNT:
+        raise ParseError(TOOL, "a byte count dd can print (at most 2^63 - 1)", line, lineno)
+    return nbytes
+
+
+def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
+    nbytes = _byte_count(match, line, lineno)
     seconds = parse_decimal(match.group("seconds"), TOOL, line, lineno)
     human = match.group("human")
     warnings: List[str] = []
@@ -191,7 +202,7 @@ def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
 
 
 def _parse_transferred(match: re.Match, line: str, lineno: int) -> Summary:
-    nbytes = int(match.group("bytes"))
+    nbytes = _byte_count(match, line, lineno)
     seconds = parse_decimal(match.group("seconds"), TOOL, line, lineno)
     dialect = BSD if match.group("sunit") == "secs" else COREUTILS5
     rate_text = match.group("rate")

@@ -303,3 +303,15 @@ def test_run_helpers():
     assert tool_errors(records, 3) == ["exit code 3: last words"]
     assert tool_errors([{"error": None}], 2) == ["exit code 2"]
     assert tool_errors([{"error": None}], 0) == []
+
+
+@pytest.mark.parametrize("summary", [
+    # Found by the fuzz test: a byte count too large for a float crashed with OverflowError.
+    "9" * 400 + " bytes (53 MB, 51 MiB) copied, 1 s, 52.3 MB/s",
+    "9223372036854775808 bytes (9.2 EB, 8.0 EiB) copied, 1 s, 9.2 EB/s",
+    "9223372036854775808 bytes transferred in 1.000000 secs (9223372036854775808 bytes/sec)",
+])
+def test_a_byte_count_dd_cannot_print_is_a_parse_error(summary):
+    with pytest.raises(ParseError) as caught:
+        dd.parse("1+0 records in\n1+0 records out\n" + summary + "\n")
+    assert "a byte count dd can print (at most 2^63 - 1)" in str(caught.value)
