@@ -1,20 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the benchmark role needs; thin wrappers over pure module_utils."""
+"""Filters the benchmark role needs; thin wrappers over pure module_utils (planning is the bench_plan module)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, build_plan, target_identities
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import target_identities
 from ansible_collections.diskproof.fleet.plugins.module_utils._sizing import SizingError, buffered_test_size
-
-
-def benchmark_plan(targets, memory_bytes, tests, fio_runtime_s, identities=None):
-    """The ordered job list for one host; see module_utils/_plan.py."""
-    try:
-        return build_plan(targets, memory_bytes, tests, fio_runtime_s, identities)
-    except PlanError as error:
-        raise AnsibleFilterError("diskproof.fleet.benchmark_plan: %s" % error) from error
 
 
 def buffered_test_size_filter(memory_bytes, block_size):
@@ -38,7 +30,6 @@ class FilterModule:
 
     def filters(self):
         return {
-            "benchmark_plan": benchmark_plan,
             "buffered_test_size": buffered_test_size_filter,
             "target_identities": target_identities_filter,
         }

@@ -1,33 +1,51 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Turn targets and sizing inputs into the list of jobs the benchmark role runs.
+"""The test catalog, the profiles, and the plan: every job the benchmark role runs on one host.
 
-Pure Python (no Ansible imports): the role calls it through the filter
-``diskproof.fleet.benchmark_plan`` and pytest calls it directly. Every job carries its exact argv
-(never a shell string), the record fields the module copies into its result, and the phase it
-belongs to: ``write`` jobs create the test file, ``read`` jobs only read a file written before
-them (reads of sparse or never-written files never reach the disk).
+Pure Python (no Ansible imports): the module ``diskproof.fleet.bench_plan`` gathers what the
+host looks like (free space, block sizes, memory) and calls ``build_plan``; pytest calls it
+directly. Every job carries its exact argv lists (never a shell string) or, for fio, the values
+the role's job-file template is rendered from, and the options ``diskproof.fleet.bench_facts``
+runs it with. docs/tests.md documents the catalog and the sizing rules below.
+
+Sizing rules:
+
+- One test file per target, ``<target>/diskproof-<run id>/diskproof.testfile``, written first by
+  ``dd_seq_write`` and then overwritten in place or read by the other tests: reads never target
+  a file this run did not write (a sparse or fallocated file never reaches the disk).
+- Its size is twice the cache basis (the memory figure, or the cache fence when one is set and
+  smaller), rounded up to whole sequential blocks and MiB.
+- Direct-I/O block sizes are multiples of the device's logical block size (else O_DIRECT fails
+  with EINVAL); not being a multiple of its physical block size is a warning.
+- The filesystem keeps max(5 %, 1 GiB) free after the test file and the largest extra file set
+  (sysbench, bonnie++) are written; otherwise the plan is refused before anything is written.
 """
 from __future__ import annotations
 
+import math
 import posixpath
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ._sizing import SizingError, buffered_test_size
+from ._sizing import (
+    RESERVE_FRACTION, RESERVE_MIN_BYTES, SizingError, buffered_test_size, check_direct_block_size, check_free_space,
+    evenly_spaced_offsets, round_up,
+)
 
-# Name of the file each filesystem target gets; the module refuses to overwrite an existing one.
+MIB = 1 << 20
 TEST_FILE_NAME = "diskproof.testfile"
+RUN_DIR_PREFIX = "diskproof-"
 
-# Sequential tests use 1 MiB blocks: a multiple of every logical and physical block size in use,
-# so O_DIRECT never fails with EINVAL, and large enough that per-request overhead is noise.
-SEQUENTIAL_BLOCK_SIZE = 1048576
-RANDOM_BLOCK_SIZE = 4096
-RANDOM_QUEUE_DEPTH = 32
+# fio job files and argv values carry the path; fio reads ':' as a file separator and expands
+# '${VAR}', so only these characters are accepted in target paths.
+SAFE_PATH = re.compile(r"^[A-Za-z0-9._/+@%,=-]+$")
+SAFE_RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+SAFE_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 
-WRITE_TESTS = ("dd_seq_write",)
-READ_TESTS = ("dd_seq_read", "fio_rand_read")
-KNOWN_TESTS = WRITE_TESTS + READ_TESTS
+# The dd block sweep: request sizes from a small database page to a large streaming write.
+SWEEP_BLOCK_SIZES = ((4096, "4k"), (102400, "100k"), (1048576, "1m"), (10485760, "10m"))
 
 Job = Dict[str, Any]
 
@@ -36,75 +54,482 @@ class PlanError(ValueError):
     """Inputs that cannot produce a safe, trustworthy plan; the message says what to fix."""
 
 
-def _target_directory(index: int, target: object) -> str:
-    if not isinstance(target, Mapping):
-        raise PlanError("diskproof_targets[%d] must be a mapping such as {path: /srv/disk1}, got %r" % (index, target))
-    path = target.get("path")
-    if not isinstance(path, str) or not path:
-        raise PlanError(
-            "diskproof_targets[%d] needs 'path', a directory on the filesystem to test; raw device targets "
-            "are not supported by this version (got %r)" % (index, dict(target))
-        )
-    if not posixpath.isabs(path):
-        raise PlanError("diskproof_targets[%d].path must be an absolute path, got %r" % (index, path))
-    return posixpath.normpath(path)
+@dataclass(frozen=True)
+class CatalogEntry:
+    tool: str
+    summary: str
+    uses_test_file: bool    # reads or overwrites the run's test file (so dd_seq_write must run first)
+    buffered: bool          # goes through the page cache: sized from the cache basis, runs in the fence
+    extra_files: str = ""   # "" | "sysbench" | "sysbench_fsync" | "bonnie": files of its own
 
 
-def _selected_tests(tests: Sequence[str]) -> List[str]:
-    unknown = [test for test in tests if test not in KNOWN_TESTS]
+CATALOG: Dict[str, CatalogEntry] = {
+    "dd_seq_write": CatalogEntry("dd", "sequential write, 1 MiB blocks, conv=fdatasync, 2 x RAM: the figure vendors accept",
+                                 True, True),
+    "dd_seq_write_direct": CatalogEntry("dd", "sequential write, 1 MiB blocks, oflag=direct (no page cache)", True, False),
+    "dd_block_sweep": CatalogEntry("dd", "writes of 4 KiB, 100 KiB, 1 MiB and 10 MiB blocks with conv=fdatasync", True, True),
+    "dd_seq_read": CatalogEntry("dd", "sequential read of the test file, 1 MiB blocks, iflag=direct, caches dropped",
+                                True, False),
+    "zcav_sweep": CatalogEntry("dd", "read rate at evenly spaced offsets of the test file (a curve)", True, False),
+    "bonnie": CatalogEntry("bonnie++", "bonnie++ -f -n 0: block write, rewrite, read, seeks over 2 x RAM of files",
+                           False, True, "bonnie"),
+    "fio_seq_write": CatalogEntry("fio", "sequential write, 1 MiB blocks, QD8, direct", True, False),
+    "fio_seq_read": CatalogEntry("fio", "sequential read, 1 MiB blocks, QD8, direct", True, False),
+    "fio_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct", True, False),
+    "fio_rand_read_qd1": CatalogEntry("fio", "random read, 4 KiB, QD1, direct", True, False),
+    "fio_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct", True, False),
+    "fio_rand_write_qd1": CatalogEntry("fio", "random write, 4 KiB, QD1, direct", True, False),
+    "fio_mixed_70_30": CatalogEntry("fio", "random 70 % read / 30 % write, 4 KiB, QD32, direct", True, False),
+    "fio_commit_rate": CatalogEntry("fio", "8 KiB writes, fdatasync after each: a database's commit ceiling",
+                                    True, True),
+    "sysbench_rndrd": CatalogEntry("sysbench", "sysbench fileio 8 KiB random reads, O_DIRECT, over 2 x RAM of files",
+                                   False, False, "sysbench"),
+    "sysbench_fsync": CatalogEntry("sysbench", "sysbench fileio 8 KiB random writes with fsync after each", False, True,
+                                   "sysbench_fsync"),
+    "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False),
+}
+CATALOG_ORDER = tuple(CATALOG)
+
+
+@dataclass(frozen=True)
+class Profile:
+    tests: Tuple[str, ...]
+    repeats: int
+    max_repeats: int
+    fio_runtime_s: int
+    summary: str
+
+
+PROFILES: Dict[str, Profile] = {
+    "quick": Profile(("dd_seq_write", "dd_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"), 2, 3, 10,
+                     "a few minutes per host: scheduled acceptance checks"),
+    "standard": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_seq_read", "fio_seq_write", "fio_seq_read",
+                         "fio_rand_read", "fio_rand_read_qd1", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
+                         "fio_commit_rate", "sysbench_rndrd", "ioping_latency"), 3, 5, 30,
+                        "rack handover: every access pattern that matters, three runs each"),
+    "evidence": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_block_sweep", "dd_seq_read", "bonnie",
+                         "fio_seq_write", "fio_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"), 3, 5, 30,
+                        "vendor dispute: dd and bonnie++ first (vendors trust them), then fio"),
+    "full": Profile(CATALOG_ORDER, 3, 5, 30, "everything in the catalog"),
+}
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """One filesystem target as the host sees it (gathered by the bench_plan module)."""
+    path: str
+    free_bytes: int
+    filesystem_size_bytes: int
+    device: Optional[str] = None
+    logical_block_size: int = 512
+    physical_block_size: int = 4096
+    rotational: Optional[bool] = None
+    identity: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settings:
+    run_id: str
+    memory_bytes: int
+    tests: Tuple[str, ...] = ()
+    profile: str = "standard"
+    cache_fence_bytes: Optional[int] = None
+    fio_runtime_s: Optional[int] = None
+    fio_ramp_s: int = 2
+    repeats: Optional[int] = None
+    max_repeats: Optional[int] = None
+    max_cv: float = 0.05
+    sequential_block_size: int = MIB
+    random_block_size: int = 4096
+    commit_block_size: int = 8192
+    sysbench_block_size: int = 8192
+    commit_write_cache: str = "unchanged"
+    bonnie_user: str = "nobody"
+    expected_bytes_per_s: float = 150e6
+    reserve_fraction: float = RESERVE_FRACTION
+    reserve_min_bytes: int = RESERVE_MIN_BYTES
+    zcav_points: int = 16
+    ioping_count: int = 30
+    keep_raw_dir: str = ""
+
+
+@dataclass
+class Plan:
+    jobs: List[Job]
+    run_dirs: List[str]
+    raw_dirs: List[str]
+    tests: List[str]
+    profile: str
+    cache_basis_bytes: int
+    test_file_bytes: int
+    repeats: int
+    max_repeats: int
+    fio_runtime_s: int
+    space: Dict[str, Dict[str, int]]
+    warnings: List[str]
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "jobs": self.jobs, "run_dirs": self.run_dirs, "raw_dirs": self.raw_dirs, "tests": self.tests, "profile": self.profile,
+            "cache_basis_bytes": self.cache_basis_bytes, "test_file_bytes": self.test_file_bytes,
+            "repeats": self.repeats, "max_repeats": self.max_repeats, "fio_runtime_s": self.fio_runtime_s,
+            "space": self.space, "warnings": self.warnings,
+            "estimate_s": sum(job["estimate_s"] for job in self.jobs),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks
+# ---------------------------------------------------------------------------------------------
+
+def _positive_int(name: str, value: object, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PlanError("%s must be a whole number >= %d, got %r" % (name, minimum, value))
+    return value
+
+
+def select_tests(profile: str, tests: Sequence[str]) -> List[str]:
+    """The tests to run in order: the explicit list, else the profile's; dd_seq_write first when needed."""
+    if profile not in PROFILES:
+        raise PlanError("unknown profile %r; profiles: %s" % (profile, ", ".join(PROFILES)))
+    if isinstance(tests, (str, bytes)):
+        raise PlanError("tests must be a list of test ids, got the string %r" % (tests,))
+    chosen = list(tests) if tests else list(PROFILES[profile].tests)
+    unknown = [test for test in chosen if test not in CATALOG]
     if unknown:
-        raise PlanError("unknown test id(s) %s; known tests: %s" % (", ".join(map(repr, unknown)), ", ".join(KNOWN_TESTS)))
-    if not tests:
-        raise PlanError("no tests selected; known tests: %s" % ", ".join(KNOWN_TESTS))
-    selected = list(dict.fromkeys(tests))
-    # Reads need a file written by this run, so any read test brings the write that creates it.
-    if any(test in READ_TESTS for test in selected) and "dd_seq_write" not in selected:
+        raise PlanError("unknown test id(s) %s; known tests: %s" % (", ".join(map(repr, unknown)), ", ".join(CATALOG_ORDER)))
+    selected = list(dict.fromkeys(chosen))
+    # Every test of the test file reads or overwrites what dd_seq_write laid down.
+    if any(CATALOG[test].uses_test_file for test in selected) and "dd_seq_write" in selected:
+        selected.remove("dd_seq_write")
+        selected.insert(0, "dd_seq_write")
+    elif any(CATALOG[test].uses_test_file for test in selected):
         selected.insert(0, "dd_seq_write")
     return selected
 
 
-def _dd_seq_write(test_file: str, size_bytes: int) -> Job:
-    count = size_bytes // SEQUENTIAL_BLOCK_SIZE
-    return {
-        "test": "dd_seq_write",
-        "phase": "write",
-        "argv": ["dd", "if=/dev/zero", "of=" + test_file, "bs=%d" % SEQUENTIAL_BLOCK_SIZE, "count=%d" % count, "conv=fdatasync"],
-        "creates": test_file,
-        "drop_caches": False,
-        "params": {"block_size": SEQUENTIAL_BLOCK_SIZE, "size_bytes": size_bytes, "direct": False, "sync": "fdatasync",
-                   "iodepth": 1, "numjobs": 1, "runtime_s": None},
+def _check_target(index: int, target: TargetFacts) -> str:
+    path = target.path
+    if not isinstance(path, str) or not path or not posixpath.isabs(path):
+        raise PlanError("targets[%d].path must be an absolute directory path, got %r" % (index, path))
+    if not SAFE_PATH.match(path):
+        bad = sorted({char for char in path if not SAFE_PATH.match(char)})
+        raise PlanError("targets[%d].path %r contains %s: test commands and fio job files only take paths of letters, "
+                        "digits and . _ - / + @ %% , = (mount the filesystem under such a path)"
+                        % (index, path, ", ".join(repr(char) for char in bad)))
+    for name in ("logical_block_size", "physical_block_size"):
+        value = getattr(target, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 512 or value & (value - 1):
+            raise PlanError("targets[%d] (%s): %s must be a power of two >= 512, got %r" % (index, path, name, value))
+    return posixpath.normpath(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# job builders
+# ---------------------------------------------------------------------------------------------
+
+def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], settings: "_Resolved", **options: Any) -> Job:
+    job: Job = {
+        "test": test, "tool": tool, "argv": None, "sweep": None, "fio": None, "creates": None,
+        "drop_caches": True, "direction": None, "repeats": settings.repeats, "max_repeats": settings.max_repeats,
+        "max_cv": settings.max_cv, "setup": [], "cleanup": [], "chdir": None, "workdir": None, "workdir_owner": None,
+        "cache_fence_bytes": settings.fence if CATALOG[_catalog_id(test)].buffered else None,
+        "write_cache": "unchanged", "estimate_s": 0.0,
     }
+    job.update(options)
+    base = {"block_size": None, "size_bytes": None, "direct": False, "sync": None, "iodepth": 1, "numjobs": 1,
+            "runtime_s": None}
+    base.update(params)
+    base["cache_fence_bytes"] = job["cache_fence_bytes"]
+    job["params"] = base
+    job["target"] = dict(target.identity, path=target.path, test_file=settings.test_file(target))
+    if target.device and "device" not in target.identity:
+        job["target"]["device"] = target.device
+    job["description"] = CATALOG[_catalog_id(test)].summary
+    return job
 
 
-def _dd_seq_read(test_file: str, size_bytes: int) -> Job:
-    count = size_bytes // SEQUENTIAL_BLOCK_SIZE
-    return {
-        "test": "dd_seq_read",
-        "phase": "read",
-        "argv": ["dd", "if=" + test_file, "of=/dev/null", "bs=%d" % SEQUENTIAL_BLOCK_SIZE, "count=%d" % count, "iflag=direct"],
-        "creates": None,
-        "drop_caches": True,
-        "params": {"block_size": SEQUENTIAL_BLOCK_SIZE, "size_bytes": size_bytes, "direct": True, "sync": None,
-                   "iodepth": 1, "numjobs": 1, "runtime_s": None},
-    }
+def _catalog_id(test: str) -> str:
+    return "dd_block_sweep" if test.startswith("dd_block_sweep_") else test
 
 
-def _fio_rand_read(test_file: str, size_bytes: int, runtime_s: int) -> Job:
-    return {
-        "test": "fio_rand_read",
-        "phase": "read",
-        "argv": [
-            "fio", "--name=fio_rand_read", "--filename=" + test_file, "--rw=randread",
-            "--bs=%d" % RANDOM_BLOCK_SIZE, "--iodepth=%d" % RANDOM_QUEUE_DEPTH, "--direct=1", "--ioengine=libaio",
-            "--size=%d" % size_bytes, "--runtime=%d" % runtime_s, "--time_based=1", "--randrepeat=0",
-            # Never let a read test create or lay out a file: it must read what dd wrote.
-            "--allow_file_create=0", "--output-format=json",
-        ],
-        "creates": None,
-        "drop_caches": True,
-        "params": {"block_size": RANDOM_BLOCK_SIZE, "size_bytes": size_bytes, "direct": True, "sync": None,
-                   "iodepth": RANDOM_QUEUE_DEPTH, "numjobs": 1, "runtime_s": runtime_s},
-    }
+class _Resolved:
+    """Settings with the profile defaults applied and the sizes worked out."""
+
+    def __init__(self, settings: Settings, profile: Profile, run_dirs: Mapping[str, str]) -> None:
+        self.raw = settings
+        self.repeats = settings.repeats if settings.repeats is not None else profile.repeats
+        default_max = max(profile.max_repeats, self.repeats)
+        self.max_repeats = settings.max_repeats if settings.max_repeats is not None else default_max
+        self.max_cv = settings.max_cv
+        self.runtime = settings.fio_runtime_s if settings.fio_runtime_s is not None else profile.fio_runtime_s
+        self.ramp = settings.fio_ramp_s
+        memory = settings.memory_bytes
+        self.fence = settings.cache_fence_bytes
+        self.basis = min(memory, self.fence) if self.fence else memory
+        seq = settings.sequential_block_size
+        self.seq = seq
+        self.file_bytes = buffered_test_size(self.basis, seq * MIB // math.gcd(seq, MIB))
+        self.run_dirs = run_dirs
+
+    def run_dir(self, target: TargetFacts) -> str:
+        return self.run_dirs[target.path]
+
+    def test_file(self, target: TargetFacts) -> str:
+        return posixpath.join(self.run_dirs[target.path], TEST_FILE_NAME)
+
+    def timed(self, seconds: float) -> float:
+        return float(seconds) * self.repeats
+
+
+def _dd_write(test: str, target: TargetFacts, s: _Resolved, block_size: int, flags: List[str], creates: bool) -> Job:
+    count = s.file_bytes // block_size
+    if count < 1:
+        raise PlanError("%s: the test file (%d bytes) is smaller than one %d-byte block; raise the memory figure"
+                        % (test, s.file_bytes, block_size))
+    path = s.test_file(target)
+    direct = "oflag=direct" in flags
+    argv = ["dd", "if=/dev/zero", "of=" + path, "bs=%d" % block_size, "count=%d" % count] + flags
+    params = {"block_size": block_size, "size_bytes": count * block_size, "direct": direct,
+              "sync": None if direct else "fdatasync"}
+    return _job(test, "dd", target, params, s, argv=argv, creates=path if creates else None, direction="write",
+                estimate_s=s.timed(count * block_size / s.raw.expected_bytes_per_s))
+
+
+def _fio(test: str, target: TargetFacts, s: _Resolved, rw: str, block_size: int, iodepth: int, **extra: Any) -> Job:
+    values = {"name": test, "filename": s.test_file(target), "rw": rw, "bs": block_size, "iodepth": iodepth,
+              "size": s.file_bytes, "runtime": s.runtime, "ramp_time": s.ramp, "direct": 1, "ioengine": "libaio",
+              "rwmixread": None, "fdatasync": None}
+    values.update(extra)
+    params = {"block_size": block_size, "size_bytes": s.file_bytes, "direct": values["direct"] == 1,
+              "sync": "fdatasync" if values["fdatasync"] else None, "iodepth": iodepth, "runtime_s": s.runtime,
+              "rw": rw, "ioengine": values["ioengine"]}
+    if values["rwmixread"] is not None:
+        params["rwmixread"] = values["rwmixread"]
+    return _job(test, "fio", target, params, s, argv=["fio", "--output-format=json"], fio=values,
+                estimate_s=s.timed(s.runtime + s.ramp))
+
+
+def _sysbench(test: str, target: TargetFacts, s: _Resolved, total: int, files: int, run_args: List[str],
+              buffered: bool) -> Job:
+    workdir = posixpath.join(s.run_dir(target), test)
+    common = ["sysbench", "fileio", "--file-total-size=%d" % total, "--file-num=%d" % files,
+              "--file-block-size=%d" % s.raw.sysbench_block_size]
+    params = {"block_size": s.raw.sysbench_block_size, "size_bytes": total, "direct": not buffered,
+              "sync": "fsync" if buffered else None, "runtime_s": s.runtime, "files": files}
+    return _job(test, "sysbench", target, params, s, argv=common + run_args + ["--time=%d" % s.runtime, "--events=0",
+                                                                               "--threads=1", "--percentile=99", "run"],
+                setup=[common + ["prepare"]], cleanup=[common + ["cleanup"]], chdir=workdir, workdir=workdir,
+                estimate_s=total / s.raw.expected_bytes_per_s + s.timed(s.runtime))
+
+
+def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
+    seq, rand = s.seq, s.raw.random_block_size
+    path = s.test_file(target)
+    if test == "dd_seq_write":
+        return [_dd_write(test, target, s, seq, ["conv=fdatasync"], creates=True)]
+    if test == "dd_seq_write_direct":
+        return [_dd_write(test, target, s, seq, ["oflag=direct", "conv=notrunc"], creates=False)]
+    if test == "dd_block_sweep":
+        return [_dd_write("dd_block_sweep_" + label, target, s, size, ["conv=fdatasync,notrunc"], creates=False)
+                for size, label in SWEEP_BLOCK_SIZES]
+    if test == "dd_seq_read":
+        count = s.file_bytes // seq
+        return [_job(test, "dd", target, {"block_size": seq, "size_bytes": count * seq, "direct": True}, s,
+                     argv=["dd", "if=" + path, "of=/dev/null", "bs=%d" % seq, "count=%d" % count, "iflag=direct"],
+                     direction="read", estimate_s=s.timed(count * seq / s.raw.expected_bytes_per_s))]
+    if test == "zcav_sweep":
+        chunk = max(seq, min(s.file_bytes // s.raw.zcav_points, 64 * MIB) // seq * seq)
+        try:
+            offsets = evenly_spaced_offsets(s.file_bytes, chunk, s.raw.zcav_points, seq)
+        except SizingError as error:
+            raise PlanError("zcav_sweep: %s" % error) from error
+        sweep = [{"offset_bytes": offset, "argv": ["dd", "if=" + path, "of=/dev/null", "bs=%d" % seq,
+                                                   "count=%d" % (chunk // seq), "skip=%d" % (offset // seq),
+                                                   "iflag=direct"]} for offset in offsets]
+        params = {"block_size": seq, "size_bytes": chunk * len(offsets), "direct": True, "points": len(offsets),
+                  "chunk_bytes": chunk}
+        return [_job(test, "dd", target, params, s, sweep=sweep, direction="read", repeats=1, max_repeats=1,
+                     estimate_s=chunk * len(offsets) / s.raw.expected_bytes_per_s)]
+    if test == "bonnie":
+        workdir = posixpath.join(s.run_dir(target), "bonnie")
+        size_mib, ram_mib = s.file_bytes // MIB, max(1, s.basis // MIB)
+        argv = ["bonnie++", "-d", workdir, "-s", "%d" % size_mib, "-r", "%d" % ram_mib, "-n", "0", "-f",
+                "-u", s.raw.bonnie_user, "-q", "-m", target.device or "disk"]
+        params = {"block_size": 8192, "size_bytes": size_mib * MIB, "direct": False, "ram_mib": ram_mib}
+        return [_job(test, "bonnie", target, params, s, argv=argv, workdir=workdir, workdir_owner=s.raw.bonnie_user,
+                     estimate_s=s.timed(3 * size_mib * MIB / s.raw.expected_bytes_per_s))]
+    if test == "fio_seq_write":
+        return [_fio(test, target, s, "write", seq, 8)]
+    if test == "fio_seq_read":
+        return [_fio(test, target, s, "read", seq, 8)]
+    if test in ("fio_rand_read", "fio_rand_read_qd1", "fio_rand_write", "fio_rand_write_qd1"):
+        rw = "randread" if "read" in test else "randwrite"
+        return [_fio(test, target, s, rw, rand, 1 if test.endswith("_qd1") else 32)]
+    if test == "fio_mixed_70_30":
+        return [_fio(test, target, s, "randrw", rand, 32, rwmixread=70)]
+    if test == "fio_commit_rate":
+        job = _fio(test, target, s, "write", s.raw.commit_block_size, 1, direct=0, ioengine="psync", fdatasync=1)
+        job["write_cache"] = s.raw.commit_write_cache
+        job["params"]["write_cache"] = s.raw.commit_write_cache
+        return [job]
+    if test == "sysbench_rndrd":
+        total = round_up(2 * s.basis, 8 * MIB)
+        run_args = ["--file-test-mode=rndrd", "--file-extra-flags=direct", "--file-fsync-freq=0"]
+        return [_sysbench(test, target, s, total, 8, run_args, buffered=False)]
+    if test == "sysbench_fsync":
+        # Every write is fsynced, so the page cache cannot flatter it: a bounded file is enough.
+        total = min(round_up(2 * s.basis, 8 * MIB), 1 << 30)
+        return [_sysbench(test, target, s, total, 1, ["--file-test-mode=rndwr", "--file-fsync-freq=1"], buffered=True)]
+    if test == "ioping_latency":
+        count = s.raw.ioping_count
+        argv = ["ioping", "-B", "-D", "-c", "%d" % count, "-i", "100ms", "-s", "%d" % rand, "-S", "%d" % s.file_bytes, path]
+        params = {"block_size": rand, "size_bytes": s.file_bytes, "direct": True, "requests": count}
+        return [_job(test, "ioping", target, params, s, argv=argv, direction="read", estimate_s=s.timed(count * 0.1))]
+    raise PlanError("no job builder for %r" % test)  # pragma: no cover - CATALOG and builders move together
+
+
+def _extra_space(test: str, s: _Resolved) -> int:
+    kind = CATALOG[test].extra_files
+    if kind == "sysbench":
+        return round_up(2 * s.basis, 8 * MIB)
+    if kind == "sysbench_fsync":
+        return min(round_up(2 * s.basis, 8 * MIB), 1 << 30)
+    if kind == "bonnie":
+        return s.file_bytes
+    return 0
+
+
+def _direct_block_sizes(selected: Sequence[str], settings: Settings) -> List[Tuple[str, int]]:
+    """(setting name, value) of every block size used with O_DIRECT by the selected tests."""
+    sizes: List[Tuple[str, int]] = []
+    if any(test in selected for test in ("dd_seq_write_direct", "dd_seq_read", "zcav_sweep", "fio_seq_write",
+                                         "fio_seq_read")):
+        sizes.append(("sequential_block_size", settings.sequential_block_size))
+    if any(test.startswith("fio_rand") or test in ("fio_mixed_70_30", "ioping_latency") for test in selected):
+        sizes.append(("random_block_size", settings.random_block_size))
+    if "sysbench_rndrd" in selected:
+        sizes.append(("sysbench_block_size", settings.sysbench_block_size))
+    return sizes
+
+
+def _check_settings(settings: Settings) -> None:
+    if not isinstance(settings.run_id, str) or not SAFE_RUN_ID.match(settings.run_id):
+        raise PlanError("run_id must be 1-64 letters, digits, '.', '_' or '-', got %r" % (settings.run_id,))
+    _positive_int("memory_bytes", settings.memory_bytes, MIB)
+    if settings.cache_fence_bytes is not None:
+        _positive_int("cache_fence_bytes", settings.cache_fence_bytes, 16 * MIB)
+    for name in ("fio_runtime_s", "repeats", "max_repeats"):
+        if getattr(settings, name) is not None:
+            _positive_int(name, getattr(settings, name))
+    _positive_int("fio_ramp_s", settings.fio_ramp_s, 0)
+    if settings.repeats is not None and settings.max_repeats is not None and settings.max_repeats < settings.repeats:
+        raise PlanError("max_repeats (%d) must be >= repeats (%d)" % (settings.max_repeats, settings.repeats))
+    if isinstance(settings.max_cv, bool) or not isinstance(settings.max_cv, (int, float)) or not 0 < settings.max_cv < 1:
+        raise PlanError("max_cv must be a fraction between 0 and 1 (0.05 = 5 %%), got %r" % (settings.max_cv,))
+    for name in ("sequential_block_size", "random_block_size", "commit_block_size", "sysbench_block_size"):
+        value = _positive_int(name, getattr(settings, name))
+        if value % 512:
+            raise PlanError("%s must be a multiple of 512 bytes, got %d" % (name, value))
+    if settings.commit_write_cache not in ("unchanged", "off"):
+        raise PlanError("commit_write_cache must be 'unchanged' or 'off', got %r" % (settings.commit_write_cache,))
+    if not SAFE_USER.match(settings.bonnie_user or ""):
+        raise PlanError("bonnie_user must be a plain user name, got %r" % (settings.bonnie_user,))
+    if isinstance(settings.expected_bytes_per_s, bool) or not isinstance(settings.expected_bytes_per_s, (int, float)) \
+            or settings.expected_bytes_per_s <= 0:
+        raise PlanError("expected_bytes_per_s must be a positive number, got %r" % (settings.expected_bytes_per_s,))
+    if not 0 <= settings.reserve_fraction < 1:
+        raise PlanError("reserve_fraction must be between 0 and 1, got %r" % (settings.reserve_fraction,))
+    _positive_int("reserve_min_bytes", settings.reserve_min_bytes, 0)
+    _positive_int("zcav_points", settings.zcav_points, 2)
+    _positive_int("ioping_count", settings.ioping_count)
+    if settings.keep_raw_dir and (not posixpath.isabs(settings.keep_raw_dir) or not SAFE_PATH.match(settings.keep_raw_dir)):
+        raise PlanError("keep_raw_dir must be an absolute path of letters, digits and . _ - / + @ %% , =, got %r"
+                        % (settings.keep_raw_dir,))
+
+
+def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
+    """Every job for every target of one host, in run order, or PlanError before anything is written."""
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
+        raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r" % (targets,))
+    _check_settings(settings)
+    selected = select_tests(settings.profile, settings.tests)
+    paths = [_check_target(index, target) for index, target in enumerate(targets)]
+    duplicates = sorted({path for path in paths if paths.count(path) > 1})
+    if duplicates:
+        raise PlanError("diskproof_targets lists the same directory more than once: %s" % ", ".join(duplicates))
+    targets = [TargetFacts(**dict(target.__dict__, path=path)) for target, path in zip(targets, paths)]
+    run_dirs = {target.path: posixpath.join(target.path, RUN_DIR_PREFIX + settings.run_id) for target in targets}
+    try:
+        resolved = _Resolved(settings, PROFILES[settings.profile], run_dirs)
+    except SizingError as error:
+        raise PlanError(str(error)) from error
+    if resolved.max_repeats < resolved.repeats:
+        raise PlanError("max_repeats (%d) must be >= repeats (%d)" % (resolved.max_repeats, resolved.repeats))
+
+    warnings: List[str] = []
+    space: Dict[str, Dict[str, int]] = {}
+    for target in targets:
+        device = target.device or target.path
+        for name, value in _direct_block_sizes(selected, settings):
+            try:
+                warnings.extend(check_direct_block_size(name, value, device, target.logical_block_size,
+                                                        target.physical_block_size))
+            except SizingError as error:
+                raise PlanError("%s: %s" % (target.path, error)) from error
+        main = resolved.file_bytes if any(CATALOG[test].uses_test_file for test in selected) else 0
+        needed = main + max([_extra_space(test, resolved) for test in selected] + [0])
+        try:
+            reserve = check_free_space(target.path, needed, target.free_bytes, target.filesystem_size_bytes,
+                                       settings.reserve_fraction, settings.reserve_min_bytes)
+        except SizingError as error:
+            raise PlanError(str(error)) from error
+        space[target.path] = {"needed_bytes": needed, "free_bytes": target.free_bytes, "reserve_bytes": reserve}
+
+    jobs: List[Job] = []
+    raw_dirs: List[str] = []
+    for target in targets:
+        # Raw outputs per target: the same test on two targets must not share file names.
+        raw_dir = posixpath.join(settings.keep_raw_dir, target.path.strip("/").replace("/", "_") or "root") \
+            if settings.keep_raw_dir else None
+        if raw_dir:
+            raw_dirs.append(raw_dir)
+        for test in selected:
+            for job in _jobs_for(test, target, resolved):
+                job["keep_raw"] = raw_dir
+                jobs.append(job)
+    return Plan(jobs=jobs, run_dirs=[run_dirs[target.path] for target in targets], raw_dirs=raw_dirs, tests=selected,
+                profile=settings.profile, cache_basis_bytes=resolved.basis, test_file_bytes=resolved.file_bytes,
+                repeats=resolved.repeats, max_repeats=resolved.max_repeats, fio_runtime_s=resolved.runtime,
+                space=space, warnings=warnings)
+
+
+def _human(value: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return "%.1f %s" % (value / scale, unit)
+    return "%d B" % value
+
+
+def plan_lines(plan: Plan, memory_bytes: int, fence: Optional[int]) -> List[str]:
+    """The plan as people read it: sizing first, then one line per job with its estimate."""
+    basis = ("cache fence %s" % _human(fence)) if fence and plan.cache_basis_bytes == fence else \
+        ("memory figure %s" % _human(memory_bytes))
+    total = sum(job["estimate_s"] for job in plan.jobs)
+    lines = ["profile %s: %d tests, %d jobs, %d run(s) each (up to %d when unstable), about %d min"
+             % (plan.profile, len(plan.tests), len(plan.jobs), plan.repeats, plan.max_repeats, math.ceil(total / 60)),
+             "test file %s = 2 x %s, rounded to whole blocks" % (_human(plan.test_file_bytes), basis)]
+    for path, figures in plan.space.items():
+        lines.append("%s: needs %s, keeps %s free of %s available" % (
+            path, _human(figures["needed_bytes"]), _human(figures["reserve_bytes"]), _human(figures["free_bytes"])))
+    for job in plan.jobs:
+        params = job["params"]
+        lines.append("%-22s %-9s bs %-9s size %-10s ~%ds%s" % (
+            job["test"], job["tool"], _human(params["block_size"]) if params.get("block_size") else "-",
+            _human(params["size_bytes"]) if params.get("size_bytes") else "-", round(job["estimate_s"]),
+            "  (fenced)" if job["cache_fence_bytes"] else ""))
+    lines.extend("warning: " + warning for warning in plan.warnings)
+    return lines
 
 
 # Disk identity copied into every result record, so the report can group peers by model,
@@ -128,45 +553,7 @@ def target_identities(resolved: Sequence[Mapping[str, Any]], disks: Mapping[str,
         names = [name for name in entry.get("disks") or [] if isinstance(name, str)]
         identity: Dict[str, Any] = {"device": names[0], "disks": names} if len(names) == 1 else {"disks": names}
         disk = disks.get(names[0]) if len(names) == 1 else None
-        for field in IDENTITY_FIELDS:
-            identity[field] = disk.get(field) if disk else None
+        for field_name in IDENTITY_FIELDS:
+            identity[field_name] = disk.get(field_name) if disk else None
         identities[posixpath.normpath(path)] = identity
     return identities
-
-
-def build_plan(targets: Sequence[object], memory_bytes: int, tests: Sequence[str], fio_runtime_s: int,
-               identities: Optional[Mapping[str, Mapping[str, Any]]] = None) -> List[Job]:
-    """Every job for every target, writes before the reads that depend on them.
-
-    ``identities`` (from ``target_identities``) adds the disk's identity to each job's target.
-    """
-    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
-        raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r" % (targets,))
-    if isinstance(fio_runtime_s, bool) or not isinstance(fio_runtime_s, int) or fio_runtime_s < 1:
-        raise PlanError("fio runtime must be a whole number of seconds >= 1, got %r" % (fio_runtime_s,))
-    try:
-        size_bytes = buffered_test_size(memory_bytes, SEQUENTIAL_BLOCK_SIZE)
-    except SizingError as error:
-        raise PlanError(str(error)) from error
-    selected = _selected_tests(tests)
-    directories = [_target_directory(index, target) for index, target in enumerate(targets)]
-    duplicates = sorted({path for path in directories if directories.count(path) > 1})
-    if duplicates:
-        raise PlanError("diskproof_targets lists the same directory more than once: %s" % ", ".join(duplicates))
-
-    jobs: List[Job] = []
-    for phase in ("write", "read"):
-        for directory in directories:
-            test_file = posixpath.join(directory, TEST_FILE_NAME)
-            builders = {
-                "dd_seq_write": lambda: _dd_seq_write(test_file, size_bytes),
-                "dd_seq_read": lambda: _dd_seq_read(test_file, size_bytes),
-                "fio_rand_read": lambda: _fio_rand_read(test_file, size_bytes, fio_runtime_s),
-            }
-            for test in selected:
-                job = builders[test]()
-                if job["phase"] == phase:
-                    job["tool"] = job["argv"][0]
-                    job["target"] = dict((identities or {}).get(directory) or {}, path=directory, test_file=test_file)
-                    jobs.append(job)
-    return jobs

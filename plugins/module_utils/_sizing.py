@@ -8,6 +8,8 @@ writes are absorbed by it; twice the memory figure is the rule vendors and revie
 """
 from __future__ import annotations
 
+from typing import List
+
 # Twice the memory: even a host that caches everything it can still has to hit the disk for
 # half of the file.
 BUFFERED_SIZE_FACTOR = 2
@@ -37,3 +39,71 @@ def buffered_test_size(memory_bytes: int, block_size: int, factor: int = BUFFERE
     _require_positive_int("block_size", block_size)
     _require_positive_int("factor", factor)
     return round_up(memory_bytes * factor, block_size)
+
+
+# A filesystem under test keeps at least this much free after the test files are written: a full
+# filesystem slows down (fragmented allocation) and can take the host's services down with it.
+RESERVE_FRACTION = 0.05
+RESERVE_MIN_BYTES = 1 << 30
+
+
+def _format_bytes(value: int) -> str:
+    """Exact bytes plus a binary-unit reading, e.g. '268435456 B (256.0 MiB)'."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= scale:
+            return "%d B (%.1f %s)" % (value, value / scale, unit)
+    return "%d B" % value
+
+
+def check_direct_block_size(name: str, block_size: object, device: str, logical: int, physical: int) -> List[str]:
+    """Refuse an O_DIRECT block size the device cannot take; warnings for a merely slow one.
+
+    O_DIRECT needs transfers (and file offsets, which are multiples of the block size here) in whole
+    logical blocks, or the kernel answers EINVAL; a size that is not a multiple of the physical block
+    forces the drive into read-modify-write, which measures the penalty rather than the disk.
+    """
+    size = _require_positive_int(name, block_size)
+    sizes = "%s has logical block size %d and physical block size %d" % (device, logical, physical)
+    if size % logical:
+        suggestion = round_up(size, max(logical, physical))
+        raise SizingError("%s %d is not a multiple of the logical block size: %s, so O_DIRECT would fail with EINVAL; "
+                          "use a multiple of %d such as %d" % (name, size, sizes, max(logical, physical), suggestion))
+    if size % physical:
+        return ["%s %d is not a multiple of the physical block size (%s): the drive does read-modify-write and "
+                "the figure includes that penalty" % (name, size, sizes)]
+    return []
+
+
+def check_free_space(path: str, needed: int, free: int, filesystem_size: int,
+                     reserve_fraction: float = RESERVE_FRACTION, reserve_min: int = RESERVE_MIN_BYTES) -> int:
+    """The reserve kept free; refuses when ``needed`` bytes would leave less than it.
+
+    The reserve is max(reserve_fraction x filesystem size, reserve_min).
+    """
+    reserve = max(int(filesystem_size * reserve_fraction), reserve_min)
+    if needed + reserve > free:
+        raise SizingError(
+            "not enough free space on %s: the tests need %s and the filesystem must keep %s free "
+            "(max(%g%% of %s, %s)), but only %s is available; free space, lower the memory figure with a "
+            "cache fence (diskproof_cache_fence_bytes), or choose fewer tests"
+            % (path, _format_bytes(needed), _format_bytes(reserve), reserve_fraction * 100,
+               _format_bytes(filesystem_size), _format_bytes(reserve_min), _format_bytes(free)))
+    return reserve
+
+
+def evenly_spaced_offsets(span: int, chunk: int, points: int, align: int) -> List[int]:
+    """``points`` offsets from 0 to span - chunk (both ends included), each a multiple of ``align``.
+
+    For a ZCAV sweep: reading ``chunk`` bytes at each offset covers the whole span from the start
+    to the end without reading past it.
+    """
+    _require_positive_int("span", span)
+    _require_positive_int("chunk", chunk)
+    _require_positive_int("align", align)
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise SizingError("a sweep needs at least 2 points, got %r" % (points,))
+    if chunk > span:
+        raise SizingError("a sweep reads %s at each point but the span is only %s" % (_format_bytes(chunk), _format_bytes(span)))
+    last = (span - chunk) // align * align
+    offsets = sorted({(last * index // (points - 1)) // align * align for index in range(points)})
+    return offsets

@@ -49,13 +49,14 @@ def test_cut_host_is_not_measured_and_the_rest_are_judged(rcut_lab, tmp_path):
     started = time.monotonic()
     with open(log_path, "w") as log:
         playbook = subprocess.Popen(
-            [str(BIN / "ansible-playbook"), "-i", str(INVENTORY), "playbooks/validate.yml", "-e", "benchmark_fio_runtime_s=5"],
+            [str(BIN / "ansible-playbook"), "-i", str(INVENTORY), "playbooks/validate.yml", "-e", "benchmark_fio_runtime_s=5",
+             "-e", '{"benchmark_tests": ["dd_seq_write", "dd_seq_read", "fio_rand_read"], "benchmark_repeats": 1}'],
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         # Cut the host once its dd write is under way: its test file exists.
         deadline = time.monotonic() + 90
         while True:
-            probe = lab("ssh", "--name", LAB, CUT_HOST, "--", "test -e /srv/diskproof/d0/diskproof.testfile", check=False)
+            probe = lab("ssh", "--name", LAB, CUT_HOST, "--", "test -e /srv/diskproof/d0/diskproof-*/diskproof.testfile", check=False)
             if probe.returncode == 0:
                 break
             assert playbook.poll() is None, "the play ended before the write started:\n" + log_path.read_text()

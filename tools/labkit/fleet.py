@@ -71,6 +71,13 @@ mount --bind "$5" /root
 mount -t tmpfs -o mode=0755,size=64m diskproof-run /run
 mkdir -p /run/sshd /run/lock
 chmod 1777 /run/lock
+# ip netns exec mounted a fresh /sys without the cgroup mounts: give the host the machine's memory
+# cgroup hierarchy (the same one, v1 memory or else v2) so the benchmark's cache fence works.
+if mount -t tmpfs -o mode=0755,size=1m diskproof-cgroup /sys/fs/cgroup 2>/dev/null; then
+  mkdir -p /sys/fs/cgroup/memory
+  mount -t cgroup -o memory diskproof-memcg /sys/fs/cgroup/memory 2>/dev/null || {
+    rmdir /sys/fs/cgroup/memory; umount /sys/fs/cgroup; mount -t cgroup2 diskproof-cg2 /sys/fs/cgroup 2>/dev/null || true; }
+fi
 exec /usr/sbin/sshd -D -e -f "$6"
 """
 

@@ -34,6 +34,9 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
         host_vars: dict[str, Any] = {"ansible_host": host.address}
         if host.memory_bytes is not None:
             host_vars["diskproof_memory_bytes"] = host.memory_bytes
+            # The lab's memory figure is a declaration (the lab shares this machine's RAM): the cache
+            # fence makes it true for buffered tests, so 2 x the figure defeats the page cache.
+            host_vars["diskproof_cache_fence_bytes"] = host.memory_bytes
         host_vars["diskproof_targets"] = targets
         host_vars["diskproof_lab_disks"] = truth
         hosts[host.name] = host_vars
@@ -55,6 +58,8 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                         "quiesce_state_dir": "/srv/diskproof-state",
                         # The load average is this whole machine's, not the lab host's.
                         "quiesce_idle_max_load_per_cpu": 0,
+                        # Lab disks are small (1 GiB): keep 64 MiB free instead of the 1 GiB default.
+                        "benchmark_reserve_min_bytes": 67108864,
                     },
                     "hosts": hosts,
                 },

@@ -1,13 +1,33 @@
-"""The benchmark plan: sizing, ordering, exact argv and refusals with messages that say what to fix."""
+"""The benchmark plan: catalog, profiles, sizing, alignment, free space, exact argv, refusals."""
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, build_plan
-from ansible_collections.diskproof.fleet.plugins.module_utils._sizing import SizingError, buffered_test_size, round_up
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
+    CATALOG, PROFILES, PlanError, Settings, TargetFacts, build_plan, plan_lines, select_tests, target_identities,
+)
+from ansible_collections.diskproof.fleet.plugins.module_utils._sizing import (
+    SizingError, buffered_test_size, check_direct_block_size, check_free_space, evenly_spaced_offsets, round_up,
+)
 
 MIB = 1048576
+GIB = 1 << 30
 
+
+def disk(path="/srv/a", free=100 * GIB, size=200 * GIB, logical=512, physical=4096, device="sdb", **extra):
+    return TargetFacts(path=path, free_bytes=free, filesystem_size_bytes=size, device=device, logical_block_size=logical,
+                       physical_block_size=physical, **extra)
+
+
+def settings(**overrides):
+    values = dict(run_id="r1", memory_bytes=128 * MIB)
+    values.update(overrides)
+    return Settings(**values)
+
+
+# --- sizing -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
     ("memory_bytes", "block_size", "expected"),
@@ -42,69 +62,197 @@ def test_round_up():
     assert [round_up(value, 4) for value in (1, 4, 5, 8)] == [4, 4, 8, 8]
 
 
-def test_plan_orders_writes_before_reads_across_targets():
-    jobs = build_plan([{"path": "/srv/a"}, {"path": "/srv/b/"}], 128 * MIB, ["dd_seq_write", "dd_seq_read", "fio_rand_read"], 8)
-    assert [(job["phase"], job["test"], job["target"]["path"]) for job in jobs] == [
-        ("write", "dd_seq_write", "/srv/a"),
-        ("write", "dd_seq_write", "/srv/b"),
-        ("read", "dd_seq_read", "/srv/a"),
-        ("read", "fio_rand_read", "/srv/a"),
-        ("read", "dd_seq_read", "/srv/b"),
-        ("read", "fio_rand_read", "/srv/b"),
-    ]
+def test_direct_block_size_must_be_a_multiple_of_the_logical_block_size():
+    assert check_direct_block_size("random_block_size", 4096, "sdb", 512, 4096) == []
+    with pytest.raises(SizingError) as error:
+        check_direct_block_size("random_block_size", 6144, "nvme0n1", 4096, 4096)
+    assert str(error.value) == (
+        "random_block_size 6144 is not a multiple of the logical block size: nvme0n1 has logical block size 4096 and "
+        "physical block size 4096, so O_DIRECT would fail with EINVAL; use a multiple of 4096 such as 8192")
 
 
-def test_plan_argv_is_exact_and_sized_from_memory():
-    write, read, rand = build_plan([{"path": "/srv/a"}], 128 * MIB, ["dd_seq_write", "dd_seq_read", "fio_rand_read"], 8)
-    assert write["argv"] == ["dd", "if=/dev/zero", "of=/srv/a/diskproof.testfile", "bs=1048576", "count=256", "conv=fdatasync"]
-    assert write["creates"] == "/srv/a/diskproof.testfile"
-    assert write["drop_caches"] is False
-    assert write["params"]["size_bytes"] == 256 * MIB
-    assert read["argv"] == ["dd", "if=/srv/a/diskproof.testfile", "of=/dev/null", "bs=1048576", "count=256", "iflag=direct"]
-    assert read["drop_caches"] is True and read["creates"] is None
-    assert rand["argv"] == [
-        "fio", "--name=fio_rand_read", "--filename=/srv/a/diskproof.testfile", "--rw=randread", "--bs=4096", "--iodepth=32",
-        "--direct=1", "--ioengine=libaio", "--size=268435456", "--runtime=8", "--time_based=1", "--randrepeat=0",
-        "--allow_file_create=0", "--output-format=json",
-    ]
-    assert rand["tool"] == "fio" and rand["params"]["iodepth"] == 32 and rand["params"]["runtime_s"] == 8
+def test_direct_block_size_below_the_physical_block_size_is_a_warning():
+    warnings = check_direct_block_size("random_block_size", 512, "sda", 512, 4096)
+    assert len(warnings) == 1 and "read-modify-write" in warnings[0] and "sda" in warnings[0]
 
 
-def test_a_read_test_alone_still_writes_its_file_first():
-    jobs = build_plan([{"path": "/srv/a"}], MIB, ["fio_rand_read"], 8)
-    assert [job["test"] for job in jobs] == ["dd_seq_write", "fio_rand_read"]
+def test_free_space_keeps_five_percent_or_one_gib():
+    assert check_free_space("/srv/a", 10 * GIB, 100 * GIB, 1000 * GIB) == 50 * GIB   # 5 % of 1000 GiB
+    assert check_free_space("/srv/a", 1 * GIB, 3 * GIB, 4 * GIB) == 1 * GIB         # 1 GiB floor
+    with pytest.raises(SizingError) as error:
+        check_free_space("/srv/a", 2 * GIB, 3 * GIB - 1, 4 * GIB)
+    assert str(error.value).startswith(
+        "not enough free space on /srv/a: the tests need 2147483648 B (2.0 GiB) and the filesystem must keep "
+        "1073741824 B (1.0 GiB) free")
+
+
+def test_sweep_offsets_are_aligned_evenly_spaced_and_stay_inside():
+    offsets = evenly_spaced_offsets(256 * MIB, 16 * MIB, 16, MIB)
+    assert offsets[0] == 0 and offsets[-1] == 240 * MIB and len(offsets) == 16
+    assert all(offset % MIB == 0 and offset + 16 * MIB <= 256 * MIB for offset in offsets)
+    with pytest.raises(SizingError):
+        evenly_spaced_offsets(MIB, 2 * MIB, 4, 4096)
+    with pytest.raises(SizingError):
+        evenly_spaced_offsets(MIB, 4096, 1, 4096)
+
+
+# --- catalog and profiles -------------------------------------------------------------------------
+
+def test_every_profile_names_only_catalog_tests_and_full_is_everything():
+    for profile in PROFILES.values():
+        assert set(profile.tests) <= set(CATALOG)
+    assert set(PROFILES["full"].tests) == set(CATALOG)
+
+
+def test_evidence_profile_runs_dd_and_bonnie_before_fio():
+    order = select_tests("evidence", [])
+    first_fio = min(index for index, test in enumerate(order) if test.startswith("fio"))
+    assert {"dd_seq_write", "dd_seq_read", "bonnie", "dd_block_sweep"} <= set(order[:first_fio])
+
+
+def test_a_test_of_the_test_file_brings_dd_seq_write_first():
+    assert select_tests("standard", ["fio_rand_read"]) == ["dd_seq_write", "fio_rand_read"]
+    assert select_tests("standard", ["fio_rand_read", "dd_seq_write"]) == ["dd_seq_write", "fio_rand_read"]
+    assert select_tests("standard", ["sysbench_fsync"]) == ["sysbench_fsync"]   # has files of its own
 
 
 @pytest.mark.parametrize(
-    ("targets", "tests", "runtime", "message"),
+    ("profile", "tests", "message"),
     [
-        ([], ["dd_seq_write"], 8, "diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got []"),
-        ("/srv/a", ["dd_seq_write"], 8, "diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got '/srv/a'"),
-        (["/srv/a"], ["dd_seq_write"], 8, "diskproof_targets[0] must be a mapping such as {path: /srv/disk1}, got '/srv/a'"),
-        ([{"device": "/dev/sdb"}], ["dd_seq_write"], 8,
-         "diskproof_targets[0] needs 'path', a directory on the filesystem to test; raw device targets are not supported "
-         "by this version (got {'device': '/dev/sdb'})"),
-        ([{"path": "srv/a"}], ["dd_seq_write"], 8, "diskproof_targets[0].path must be an absolute path, got 'srv/a'"),
-        ([{"path": "/srv/a"}, {"path": "/srv/a/"}], ["dd_seq_write"], 8, "diskproof_targets lists the same directory more than once: /srv/a"),
-        ([{"path": "/srv/a"}], ["dd_seq_wrte", "x"], 8,
-         "unknown test id(s) 'dd_seq_wrte', 'x'; known tests: dd_seq_write, dd_seq_read, fio_rand_read"),
-        ([{"path": "/srv/a"}], [], 8, "no tests selected; known tests: dd_seq_write, dd_seq_read, fio_rand_read"),
-        ([{"path": "/srv/a"}], ["dd_seq_write"], 0, "fio runtime must be a whole number of seconds >= 1, got 0"),
+        ("standard", ["dd_seq_wrte", "x"], "unknown test id(s) 'dd_seq_wrte', 'x'; known tests: dd_seq_write,"),
+        ("fast", [], "unknown profile 'fast'; profiles: quick, standard, evidence, full"),
+        ("standard", "dd_seq_write", "tests must be a list of test ids, got the string 'dd_seq_write'"),
     ],
 )
-def test_plan_refuses_bad_input_with_a_message_that_says_what_to_fix(targets, tests, runtime, message):
+def test_unknown_tests_and_profiles_are_refused(profile, tests, message):
     with pytest.raises(PlanError) as error:
-        build_plan(targets, 128 * MIB, tests, runtime)
-    assert str(error.value) == message
+        select_tests(profile, tests)
+    assert str(error.value).startswith(message)
 
 
-def test_plan_refuses_a_bad_memory_figure():
-    with pytest.raises(PlanError, match="memory_bytes must be a positive integer"):
-        build_plan([{"path": "/srv/a"}], 0, ["dd_seq_write"], 8)
+# --- the plan ---------------------------------------------------------------------------------------
+
+def test_standard_plan_is_sized_from_memory_and_every_job_is_exact():
+    plan = build_plan([disk()], settings())
+    assert plan.test_file_bytes == 256 * MIB and plan.repeats == 3 and plan.max_repeats == 5
+    assert plan.run_dirs == ["/srv/a/diskproof-r1"]
+    jobs = {job["test"]: job for job in plan.jobs}
+    assert list(jobs) == list(PROFILES["standard"].tests)
+    test_file = "/srv/a/diskproof-r1/diskproof.testfile"
+    expected_write = ["dd", "if=/dev/zero", "of=" + test_file, "bs=1048576", "count=256", "conv=fdatasync"]
+    assert jobs["dd_seq_write"]["argv"] == expected_write
+    assert jobs["dd_seq_write"]["creates"] == test_file
+    assert jobs["dd_seq_write_direct"]["argv"][-2:] == ["oflag=direct", "conv=notrunc"]
+    assert jobs["dd_seq_write_direct"]["creates"] is None
+    assert jobs["dd_seq_read"]["argv"] == ["dd", "if=" + test_file, "of=/dev/null", "bs=1048576", "count=256", "iflag=direct"]
+    assert all(job["drop_caches"] for job in plan.jobs)
+    rand = jobs["fio_rand_read"]
+    assert rand["argv"] == ["fio", "--output-format=json"]
+    assert rand["fio"] == {"name": "fio_rand_read", "filename": test_file, "rw": "randread", "bs": 4096, "iodepth": 32,
+                           "size": 256 * MIB, "runtime": 30, "ramp_time": 2, "direct": 1, "ioengine": "libaio",
+                           "rwmixread": None, "fdatasync": None}
+    assert jobs["fio_rand_read_qd1"]["fio"]["iodepth"] == 1
+    assert jobs["fio_mixed_70_30"]["fio"]["rwmixread"] == 70
+    commit = jobs["fio_commit_rate"]["fio"]
+    assert (commit["bs"], commit["direct"], commit["fdatasync"], commit["ioengine"]) == (8192, 0, 1, "psync")
+    sysbench = jobs["sysbench_rndrd"]
+    assert sysbench["workdir"] == sysbench["chdir"] == "/srv/a/diskproof-r1/sysbench_rndrd"
+    assert sysbench["setup"][0][-1] == "prepare" and sysbench["cleanup"][0][-1] == "cleanup"
+    assert "--file-extra-flags=direct" in sysbench["argv"] and "--file-total-size=268435456" in sysbench["argv"]
+    expected_ioping = ["ioping", "-B", "-D", "-c", "30", "-i", "100ms", "-s", "4096", "-S", "268435456", test_file]
+    assert jobs["ioping_latency"]["argv"] == expected_ioping
+    assert all(job["target"]["path"] == "/srv/a" and job["target"]["test_file"] == test_file for job in plan.jobs)
+
+
+def test_a_cache_fence_sizes_buffered_files_and_fences_only_buffered_tests():
+    plan = build_plan([disk()], settings(memory_bytes=64 * GIB, cache_fence_bytes=512 * MIB, profile="full"))
+    assert plan.cache_basis_bytes == 512 * MIB and plan.test_file_bytes == GIB
+    fenced = sorted({job["test"] for job in plan.jobs if job["cache_fence_bytes"]})
+    assert fenced == ["bonnie", "dd_block_sweep_100k", "dd_block_sweep_10m", "dd_block_sweep_1m", "dd_block_sweep_4k",
+                      "dd_seq_write", "fio_commit_rate", "sysbench_fsync"]
+    bonnie = next(job for job in plan.jobs if job["test"] == "bonnie")
+    assert bonnie["argv"][bonnie["argv"].index("-s") + 1] == "1024" and bonnie["argv"][bonnie["argv"].index("-r") + 1] == "512"
+    assert bonnie["workdir_owner"] == "nobody" and bonnie["argv"][bonnie["argv"].index("-u") + 1] == "nobody"
+
+
+def test_block_sweep_covers_the_four_block_sizes_with_sync():
+    plan = build_plan([disk()], settings(tests=("dd_block_sweep",)))
+    sweep = [job for job in plan.jobs if job["test"].startswith("dd_block_sweep")]
+    assert [job["params"]["block_size"] for job in sweep] == [4096, 102400, 1048576, 10485760]
+    assert all("conv=fdatasync,notrunc" in job["argv"] for job in sweep)
+
+
+def test_zcav_sweep_reads_evenly_spaced_offsets_of_the_test_file():
+    plan = build_plan([disk()], settings(tests=("zcav_sweep",)))
+    zcav = plan.jobs[-1]
+    assert zcav["argv"] is None and len(zcav["sweep"]) == 16 and zcav["repeats"] == 1
+    assert zcav["sweep"][0]["argv"] == ["dd", "if=/srv/a/diskproof-r1/diskproof.testfile", "of=/dev/null", "bs=1048576",
+                                        "count=16", "skip=0", "iflag=direct"]
+    assert zcav["sweep"][-1]["offset_bytes"] == 240 * MIB
+
+
+def test_targets_run_one_after_the_other_each_writing_first():
+    plan = build_plan([disk("/srv/a"), disk("/srv/b/", device="sdc")], settings(tests=("fio_rand_read",)))
+    assert [(job["test"], job["target"]["path"]) for job in plan.jobs] == [
+        ("dd_seq_write", "/srv/a"), ("fio_rand_read", "/srv/a"), ("dd_seq_write", "/srv/b"), ("fio_rand_read", "/srv/b")]
+
+
+def test_profile_defaults_and_overrides():
+    quick = build_plan([disk()], settings(profile="quick"))
+    assert (quick.repeats, quick.max_repeats, quick.fio_runtime_s) == (2, 3, 10)
+    custom = build_plan([disk()], settings(profile="quick", repeats=4, fio_runtime_s=7))
+    assert (custom.repeats, custom.max_repeats, custom.fio_runtime_s) == (4, 4, 7)
+
+
+def test_plan_lines_print_sizes_space_and_estimates():
+    plan = build_plan([disk()], settings(profile="quick"))
+    lines = plan_lines(plan, 128 * MIB, None)
+    assert lines[0].startswith("profile quick: 5 tests, 5 jobs, 2 run(s) each (up to 3 when unstable), about ")
+    assert lines[1] == "test file 256.0 MiB = 2 x memory figure 128.0 MiB, rounded to whole blocks"
+    assert lines[2].startswith("/srv/a: needs 256.0 MiB, keeps 10.0 GiB free of 100.0 GiB available")
+    assert any(line.startswith("fio_rand_read ") and "~24s" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("targets", "overrides", "message"),
+    [
+        ([], {}, "diskproof_targets must be a non-empty list"),
+        ([disk("srv/a")], {}, "targets[0].path must be an absolute directory path, got 'srv/a'"),
+        ([disk("/srv/a;rm -rf /")], {}, "targets[0].path '/srv/a;rm -rf /' contains ' ', ';'"),
+        ([disk("/srv/a:b")], {}, "targets[0].path '/srv/a:b' contains ':'"),
+        ([disk("/srv/${HOME}")], {}, "targets[0].path '/srv/${HOME}' contains '$', '{', '}'"),
+        ([disk("/srv/a"), disk("/srv/a/")], {}, "diskproof_targets lists the same directory more than once: /srv/a"),
+        ([disk(logical=4096, physical=4096, device="nvme0n1")], {"random_block_size": 2048},
+         "/srv/a: random_block_size 2048 is not a multiple of the logical block size: nvme0n1 has logical block size 4096"),
+        ([disk()], {"random_block_size": 0}, "random_block_size must be a whole number >= 1, got 0"),
+        ([disk()], {"sequential_block_size": 1000}, "sequential_block_size must be a multiple of 512 bytes, got 1000"),
+        ([disk(free=int(1.2 * GIB), size=4 * GIB)], {}, "not enough free space on /srv/a: the tests need"),
+        ([disk()], {"memory_bytes": -1}, "memory_bytes must be a whole number >= 1048576, got -1"),
+        ([disk()], {"memory_bytes": "8G"}, "memory_bytes must be a whole number >= 1048576, got '8G'"),
+        ([disk()], {"fio_runtime_s": 0}, "fio_runtime_s must be a whole number >= 1, got 0"),
+        ([disk()], {"repeats": 3, "max_repeats": 2}, "max_repeats (2) must be >= repeats (3)"),
+        ([disk()], {"max_cv": 5}, "max_cv must be a fraction between 0 and 1"),
+        ([disk()], {"run_id": "../x"}, "run_id must be 1-64 letters, digits"),
+        ([disk()], {"bonnie_user": "root; id"}, "bonnie_user must be a plain user name"),
+        ([disk()], {"cache_fence_bytes": 4096}, "cache_fence_bytes must be a whole number >= 16777216, got 4096"),
+        ([disk()], {"tests": ("nope",)}, "unknown test id(s) 'nope'"),
+    ],
+)
+def test_bad_input_is_refused_with_a_message_that_says_what_to_fix(targets, overrides, message):
+    with pytest.raises(PlanError) as error:
+        build_plan(targets, settings(**overrides))
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_misaligned_size_is_checked_only_for_tests_that_use_it_directly():
+    # 6 KiB random blocks on a 4 KiB-sector disk: refused with fio_rand_read, fine for a buffered dd only.
+    target = disk(logical=4096, physical=4096)
+    with pytest.raises(PlanError):
+        build_plan([target], settings(tests=("fio_rand_read",), random_block_size=6144))
+    assert build_plan([target], settings(tests=("dd_seq_write",), random_block_size=6144)).tests == ["dd_seq_write"]
 
 
 def test_disk_identity_from_discover_facts_reaches_every_job_target():
-    from ansible_collections.diskproof.fleet.plugins.module_utils._plan import target_identities
     resolved = [
         {"target": {"path": "/srv/a/"}, "class": "filesystem", "disks": ["sdb"]},
         {"target": {"path": "/srv/md"}, "class": "filesystem", "disks": ["sdc", "sdd"]},
@@ -119,8 +267,24 @@ def test_disk_identity_from_discover_facts_reaches_every_job_target():
         "/srv/md": {"disks": ["sdc", "sdd"], "model": None, "serial": None, "wwn": None, "firmware": None,
                     "size_bytes": None, "rotational": None, "transport": None},
     }
-    jobs = build_plan([{"path": "/srv/a"}, {"path": "/srv/md"}], MIB, ["dd_seq_write"], 8, identities)
-    assert jobs[0]["target"] == dict(identities["/srv/a"], path="/srv/a", test_file="/srv/a/diskproof.testfile")
-    assert "device" not in jobs[1]["target"] and jobs[1]["target"]["disks"] == ["sdc", "sdd"]
-    # Without discover facts the targets stay as they were.
-    assert build_plan([{"path": "/srv/a"}], MIB, ["dd_seq_write"], 8)[0]["target"] == {"path": "/srv/a", "test_file": "/srv/a/diskproof.testfile"}
+    plan = build_plan([disk("/srv/a", identity=identities["/srv/a"]), disk("/srv/md", device="md0",
+                                                                           identity=identities["/srv/md"])],
+                      settings(tests=("dd_seq_write",)))
+    assert plan.jobs[0]["target"] == dict(identities["/srv/a"], path="/srv/a",
+                                          test_file="/srv/a/diskproof-r1/diskproof.testfile")
+    assert plan.jobs[1]["target"]["device"] == "md0" and plan.jobs[1]["target"]["disks"] == ["sdc", "sdd"]
+
+
+def test_settings_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings().run_id = "x"  # type: ignore[misc]
+
+
+def test_raw_outputs_get_one_directory_per_target():
+    plan = build_plan([disk("/srv/a"), disk("/srv/b/c", device="sdc")],
+                      settings(tests=("dd_seq_write",), keep_raw_dir="/var/tmp/evidence"))
+    assert plan.raw_dirs == ["/var/tmp/evidence/srv_a", "/var/tmp/evidence/srv_b_c"]
+    assert [job["keep_raw"] for job in plan.jobs] == plan.raw_dirs
+    assert build_plan([disk()], settings(tests=("dd_seq_write",))).jobs[0]["keep_raw"] is None
+    with pytest.raises(PlanError, match="keep_raw_dir must be an absolute path"):
+        build_plan([disk()], settings(keep_raw_dir="evidence"))

@@ -142,10 +142,10 @@ def test_fail_on_error_false_keeps_the_failure_in_the_record_only(capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": "x", "src": "/x"}, "parameters are mutually exclusive: content|src|argv"),
-        ({}, "one of the following is required: content, src, argv"),
-        ({"content": "x", "drop_caches": True}, "drop_caches is True but all of the following are missing: argv"),
-        ({"content": "x", "device_io": True}, "device_io is True but all of the following are missing: argv"),
+        ({"content": "x", "src": "/x"}, "parameters are mutually exclusive: content|src|argv|sweep"),
+        ({}, "one of the following is required: content, src, argv, sweep"),
+        ({"content": "x", "drop_caches": True}, "drop_caches is True but any of the following are missing: argv, sweep"),
+        ({"content": "x", "device_io": True}, "device_io is True but any of the following are missing: argv, sweep"),
         ({"src": "/x", "creates": "/y"}, "missing parameter(s) required by 'creates': argv"),
         ({"argv": []}, "argv must name a command"),
         ({"src": "/nonexistent/diskproof.log"}, "cannot read src=/nonexistent/diskproof.log"),
