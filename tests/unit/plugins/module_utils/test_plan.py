@@ -225,7 +225,9 @@ def test_plan_lines_print_sizes_space_and_estimates():
         ([disk(logical=4096, physical=4096, device="nvme0n1")], {"random_block_size": 2048},
          "/srv/a: random_block_size 2048 is not a multiple of the logical block size: nvme0n1 has logical block size 4096"),
         ([disk()], {"random_block_size": 0}, "random_block_size must be a whole number >= 1, got 0"),
-        ([disk()], {"sequential_block_size": 1000}, "sequential_block_size must be a multiple of 512 bytes, got 1000"),
+        ([disk()], {"sequential_block_size": 1000},
+         "/srv/a: sequential_block_size 1000 is not a multiple of the logical block size: sdb has logical block size 512 "
+         "and physical block size 4096, so O_DIRECT would fail with EINVAL; use a multiple of 4096 such as 4096"),
         ([disk(free=int(1.2 * GIB), size=4 * GIB)], {}, "not enough free space on /srv/a: the tests need"),
         ([disk()], {"memory_bytes": -1}, "memory_bytes must be a whole number >= 1048576, got -1"),
         ([disk()], {"memory_bytes": "8G"}, "memory_bytes must be a whole number >= 1048576, got '8G'"),

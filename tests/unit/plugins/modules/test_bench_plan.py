@@ -61,7 +61,7 @@ def test_memory_figure_defaults_to_memtotal(tmp_path, capsys):
     ("args", "message"),
     [
         ({"tests": ["dd_seq_wrte"]}, "unknown test id(s) 'dd_seq_wrte'"),
-        ({"random_block_size": 100}, "random_block_size must be a multiple of 512 bytes, got 100"),
+        ({"random_block_size": 100}, "random_block_size 100 is not a multiple of the logical block size"),
         ({"memory_bytes": 1 << 50}, "not enough free space on"),
         ({"targets": [{"path": "/nonexistent/diskproof"}]}, "targets[0].path /nonexistent/diskproof is not an existing directory"),
         ({"targets": [{"device": "/dev/sdb"}]}, "targets[0] needs 'path'"),
