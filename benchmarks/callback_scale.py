@@ -25,7 +25,12 @@ ru_maxrss (peak RSS, KiB on Linux):
   subtracted, so results are never all in memory at once, as in a real run);
 - ingestion: v2_playbook_on_start, v2_playbook_on_play_start, then per task and host the runner
   events (v2_runner_on_start, item ok/failed, loop summaries, unreachable);
-- aggregation + writers: v2_playbook_on_stats (judging, console table, every file written).
+- aggregation + writers: v2_playbook_on_stats (judging, console table, every file written); its
+  parts (the callback's _judge, _write and _show, when it has them) are timed on their own too.
+
+``--no-op-callback`` feeds the same events to a callback whose event handlers do nothing: the
+ingestion figure is then the cost of this script's own event dispatch (and of ansible-core's
+AggregateStats), which every measured ingestion figure includes.
 
 Target (docs/benchmarks.md): ingestion + aggregation + writers <= 3 s CPU and peak RSS
 <= 300 MB (10^6 bytes) for 10,000 hosts x 12 results.
@@ -66,7 +71,14 @@ COLLECTIONS_DIR = REPO_ROOT / ".ansible" / "collections"
 COLLECTION_LINK = COLLECTIONS_DIR / "ansible_collections" / "diskproof" / "fleet"
 CALLBACK_FQCN = "diskproof.fleet.report"
 CALLBACK_MODULE = "ansible_collections.diskproof.fleet.plugins.callback.report"
-CODE_FILES = ("plugins/callback/report.py", "plugins/module_utils/_aggregate.py")
+CODE_FILES = ("plugins/callback/report.py", "plugins/module_utils/_aggregate.py", "plugins/module_utils/_render.py",
+              "plugins/module_utils/_junit.py")
+# Parts of v2_playbook_on_stats timed on their own when the callback has them (method -> label).
+STATS_PHASES = (("_judge", "judging"), ("_write", "writing the five files"),
+                ("_show", "console table"))
+# Runner events the no-op callback ignores (--no-op-callback).
+EVENT_METHODS = ("v2_playbook_on_task_start", "v2_runner_on_start", "v2_runner_on_ok", "v2_runner_item_on_ok", "v2_runner_on_failed",
+                 "v2_runner_item_on_failed", "v2_runner_on_unreachable")
 
 TARGET_CPU_S = 3.0
 TARGET_RSS_MB = 300.0          # MB = 10^6 bytes, as everywhere in this project
@@ -716,10 +728,29 @@ def _files_written(report_dir: str) -> dict:
     return dict(sorted(sizes.items()))
 
 
+def _time_stats_phases(callback) -> dict:
+    """CPU seconds of the parts of on_stats, by label: the callback's own methods wrapped (on the
+    instance only), when it has them."""
+    spent = {}
+    for name, label in STATS_PHASES:
+        method = getattr(callback, name, None)
+        if not callable(method):
+            continue
+
+        def timed(*args, _method=method, _label=label, **kwargs):
+            start = time.process_time()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_label] = spent.get(_label, 0.0) + time.process_time() - start
+        setattr(callback, name, timed)
+    return spent
+
+
 def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS_PER_HOST, seed: int = DEFAULT_SEED,
              report_dir: str | None = None, unreachable_rate: float = 0.01, error_rate: float = 0.003, no_record_rate: float = 0.001,
              slow_rate: float = 0.03, extra_options: dict | None = None, real_task_result: bool = False, profile_dir: str | None = None,
-             workdir: str | None = None) -> dict:
+             workdir: str | None = None, no_op_callback: bool = False) -> dict:
     """One measured run in this process. Returns figures and what was generated.
 
     ``workdir`` (default: a new temp dir, left for the caller to remove) receives the console
@@ -753,6 +784,10 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         except KeyError:
             effective[name] = "<unset>"
     make_result = _real_task_result_class() if real_task_result else StubTaskResult
+    stats_phases = _time_stats_phases(callback)
+    if no_op_callback:
+        for name in EVENT_METHODS:
+            setattr(callback, name, lambda *args, **kwargs: None)
     setup_cpu = time.process_time() - cpu_start
     setup_wall = time.perf_counter() - setup_start
     rss_after_setup = _rss_now_kib()
@@ -809,15 +844,16 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
     problems = []
     if callback.disabled:
         problems.append("the callback disabled itself: " + " ".join(stderr_text.split())[:500])
-    if "report.json" not in files:
+    if "report.json" not in files and not no_op_callback:
         problems.append("no report.json written")
     figures = {
         "hosts": hosts, "results_per_host": results_per_host, "seed": seed,
-        "real_task_result": real_task_result, "profiled": bool(profile_dir),
+        "real_task_result": real_task_result, "profiled": bool(profile_dir), "no_op_callback": no_op_callback,
         "generated": generated,
         "fleet": {"slow_disks": plan.slow_disks, "disks": hosts * plan.targets, "models": [model["model"] for model in DISK_MODELS]},
         "cpu_s": {"setup": setup_cpu, "building": meter.build, "bracket_overhead": meter.overhead, "ingestion": ingest_cpu, "aggregation_writers": stats_cpu,
                   "measured": measured_cpu},
+        "stats_phases_cpu_s": dict(stats_phases),
         "wall_s": {"setup": setup_wall, "ingestion": ingest_wall - meter.build, "aggregation_writers": stats_wall},
         "rusage_total": {"user_s": usage.ru_utime, "system_s": usage.ru_stime},
         "rss_kib": {"after_setup": rss_after_setup, "after_ingestion": rss_after_ingest, "after_aggregation_writers": rss_after_stats},
@@ -875,8 +911,9 @@ def format_run(figures: dict) -> str:
     cpu, rss, maxrss = figures["cpu_s"], figures["rss_kib"], figures["maxrss_kib"]
     generated = figures["generated"]
     lines = [
-        "diskproof.fleet.report at scale: %d hosts x %d results (seed %d)%s" % (
-            figures["hosts"], figures["results_per_host"], figures["seed"], ", PROFILED (figures inflated)" if figures["profiled"] else ""),
+        "diskproof.fleet.report at scale: %d hosts x %d results (seed %d)%s%s" % (
+            figures["hosts"], figures["results_per_host"], figures["seed"], ", PROFILED (figures inflated)" if figures["profiled"] else "",
+            ", NO-OP CALLBACK (the harness's own cost)" if figures.get("no_op_callback") else ""),
         "generated: %(records)d records (%(error_records)d with error), %(no_record_failures)d failures without record, "
         "%(unreachable_hosts)d unreachable hosts, %(failed_hosts)d failed hosts, %(slots_not_run)d result slots not run, "
         "%(not_measured_rows)d not_measured rows, %(events)d runner events" % generated,
@@ -888,6 +925,8 @@ def format_run(figures: dict) -> str:
         "%-40s %10.2f %16s %16s" % ("event ingestion", cpu["ingestion"], _mb(rss["after_ingestion"]), _mb(maxrss["after_ingestion"])),
         "%-40s %10.2f %16s %16s" % ("aggregation + all writers (on_stats)", cpu["aggregation_writers"], _mb(rss["after_aggregation_writers"]),
                                     _mb(maxrss["after_aggregation_writers"])),
+    ] + ["%-40s %10.2f" % ("  of which " + label[:29], figures["stats_phases_cpu_s"][label]) for _name, label in STATS_PHASES
+         if label in figures.get("stats_phases_cpu_s", {})] + [
         "%-40s %10.2f %16s %16s" % ("ingestion + aggregation + writers", cpu["measured"], "", _mb(maxrss["after_aggregation_writers"])),
         "",
         "files written (%s):" % figures["report_dir"],
@@ -930,6 +969,10 @@ def format_summary(runs: list[dict], markdown: bool = False) -> str:
         values = [getter(run) for run in runs]
         medians[label] = statistics.median(values)
         rows.append([label] + [fmt % value for value in values] + [fmt % medians[label]])
+        if label.startswith("aggregation + writers"):
+            for phase in [label for _name, label in STATS_PHASES if label in runs[0].get("stats_phases_cpu_s", {})]:
+                values = [run.get("stats_phases_cpu_s", {}).get(phase, 0.0) for run in runs]
+                rows.append(["  of which %s, CPU s" % phase] + ["%.2f" % value for value in values] + ["%.2f" % statistics.median(values)])
     files = runs[0]["files"]
     for name in files:
         sizes = [run["files"].get(name, 0) for run in runs]
@@ -998,6 +1041,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--real-task-result", action="store_true",
                         help="hand the callback ansible-core's CallbackTaskResult instead of the stand-in (adds its lazy result transform)")
     parser.add_argument("--profile", metavar="DIR", help="cProfile ingestion and on_stats into DIR/*.prof and print the top functions")
+    parser.add_argument("--no-op-callback", action="store_true",
+                        help="event handlers that do nothing: the ingestion figure is this script's own dispatch cost (writes no report)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     parser.add_argument("--markdown", action="store_true", help="summary table (with --repeat) as markdown")
     return parser
@@ -1011,6 +1056,8 @@ def _child_command(args, json_path: str) -> list[str]:
         command += ["--option", "%s=%s" % (name, json.dumps(value))]
     if args.real_task_result:
         command.append("--real-task-result")
+    if args.no_op_callback:
+        command.append("--no-op-callback")
     return command
 
 
@@ -1053,7 +1100,7 @@ def main(argv=None) -> dict:
         figures = run_once(workdir=workdir, hosts=args.hosts, results_per_host=args.results_per_host, seed=args.seed, report_dir=args.report_dir,
                            unreachable_rate=args.unreachable_rate, error_rate=args.error_rate, no_record_rate=args.no_record_rate,
                            slow_rate=args.slow_rate, extra_options=dict(args.option), real_task_result=args.real_task_result,
-                           profile_dir=args.profile)
+                           profile_dir=args.profile, no_op_callback=args.no_op_callback)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as stream:
                 json.dump(figures, stream, indent=2, sort_keys=True)

@@ -38,6 +38,10 @@ description:
     self-contained C(report.html) (tables and a chart per test) into O(report_dir), each
     atomically. Nothing is written when the run produced no record and no host problem.
     The format of every file is described in the collection's docs/report.md.
+  - With more than 200 results (a fleet), the table, C(report.md) and C(report.html) list only the
+    results that are not C(pass) one by one and count the passes per test and peer group, saying
+    how many they left out; C(report.json), C(results.csv) and C(junit.xml) always hold every
+    result. Records are kept in a temporary file, not in memory, until the report is written.
   - A problem inside this callback is reported as a warning and disables the callback; it never
     fails the play.
 requirements:
@@ -140,16 +144,20 @@ EXAMPLES = r"""
 #     ansible-playbook -i lab/inventory.yml playbooks/validate.yml
 """
 
-import copy
+import array
+import contextlib
 import csv
 import datetime
 import functools
+import gc
 import io
 import json
 import os
 import socket
 import tempfile
 from collections.abc import Mapping
+
+from json.encoder import c_make_encoder, encode_basestring_ascii
 
 import yaml
 from ansible import constants as C
@@ -179,6 +187,22 @@ NUMERIC_COLUMNS = frozenset(("MB/s", "MiB/s", "IOPS"))
 TABLE_REASON_MAX = 110
 MIB = 2 ** 20
 TASK_FAILED_PREFIX = "Task failed: "
+WRITE_BUFFER = 2 ** 20
+
+
+def _record_encoder():
+    """The JSON of a record as report.json holds it: compact, ASCII, the record's own key order
+    (bench_facts writes them in schema order). A value JSON cannot carry (none in a bench_facts
+    record) is written as its str(). The C encoder, built once (JSONEncoder.encode builds it
+    again for every call); no check for circular references: results come from JSON."""
+    if c_make_encoder is None:
+        return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
+    encoder = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+_RECORD_JSON = _record_encoder()
 
 
 def _plain(value):
@@ -215,29 +239,90 @@ def _guarded(handler):
 # task results
 # ---------------------------------------------------------------------------------------------
 
-def _records_in(result) -> list[dict]:
-    """Deep copies of the diskproof_results records of one task or item result."""
+def _records_in(result) -> list:
+    """The diskproof_results records of one task or item result (the result's own dicts: read, never keep)."""
     facts = result._result.get("ansible_facts")
-    if not isinstance(facts, Mapping):
+    if facts is None or not isinstance(facts, Mapping):
         return []
     records = facts.get("diskproof_results")
     if not isinstance(records, list):
         return []
-    # Copies: other callbacks get the same result objects and we must not share or mutate them.
-    return [copy.deepcopy(dict(record)) for record in records if isinstance(record, Mapping)]
+    return [record for record in records if isinstance(record, Mapping)]
 
 
 def _is_loop_summary(result) -> bool:
     """True for the final result of a looped task: its items were already reported one by one."""
+    if not isinstance(result._result.get("results"), list):
+        return False
     task = result._task
-    is_loop = getattr(task, "loop", None) is not None or bool(getattr(task, "loop_with", None))
-    return is_loop and isinstance(result._result.get("results"), list)
+    return getattr(task, "loop", None) is not None or bool(getattr(task, "loop_with", None))
 
 
 def _message_of(result) -> str:
     message = str(result._result.get("msg") or result._result.get("stderr") or "").strip()
     # ansible-core 2.19 prefixes unreachable messages with this; the status already says it.
     return message[len(TASK_FAILED_PREFIX):] if message.startswith(TASK_FAILED_PREFIX) else message
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused():
+    """Pause Python's cyclic garbage collector while a report is judged and written.
+
+    The report is made of acyclic tuples and strings: the collector would walk the growing heap
+    again and again while they are created and find nothing to collect. It is switched back on
+    afterwards (if it was on), whatever happens.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class RecordSpool:
+    """Every record received, kept apart from the task results and out of memory.
+
+    ``add`` encodes the record once (its report.json text: that copy is what isolates it from
+    other callbacks, which get the same result objects) into an anonymous temp file and takes
+    its ``_aggregate.record_facts``, the few values judging needs. ``json(ref)`` reads the text
+    back for report.json; ``record(ref)`` parses it for the entries the pages list in full.
+    """
+
+    def __init__(self) -> None:
+        self._file = None
+        self._offsets = array.array("Q", [0])  # record i is offsets[i]:offsets[i + 1]
+        self._shared: dict = {}  # one object per equal test, path, model, serial...
+        self._readable = False
+
+    def add(self, record: Mapping) -> tuple:
+        """(ref, facts) of a record."""
+        text = _RECORD_JSON(record).encode("utf-8")
+        facts = _aggregate.record_facts(record, self._shared)
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="diskproof-report-", suffix=".spool")
+        self._file.write(text)
+        self._readable = False
+        offsets = self._offsets
+        offsets.append(offsets[-1] + len(text))
+        return len(offsets) - 2, facts
+
+    def json(self, ref: int) -> bytes:
+        """The record's JSON text (UTF-8; ASCII in fact)."""
+        if not self._readable:
+            self._file.flush()
+            self._readable = True
+        start = self._offsets[ref]
+        return os.pread(self._file.fileno(), self._offsets[ref + 1] - start, start)
+
+    def record(self, ref: int) -> dict:
+        return json.loads(self.json(ref))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,28 +368,46 @@ def verdict_color(verdict: str) -> str | None:
     return VERDICT_COLORS.get(verdict, C.COLOR_ERROR)
 
 
-def render_table(report: Mapping) -> list[str]:
-    """Console lines: title, header, one row per entry (already worst first), verdict counts."""
-    rows = [_table_row(entry) for entry in report["results"]]
+def table_lines(report: Mapping, listing: _render.Listing | None = None) -> list[tuple[str, str | None]]:
+    """Console (line, colour): title, header, one row per listed entry (already worst first), the
+    pass results left out at fleet scale, verdict counts."""
+    listing = listing if listing is not None else _render.listing_of(report)
+    rows = [_table_row(entry) for entry in listing.entries]
     widths = [max([len(column)] + [len(row[index]) for row in rows]) for index, column in enumerate(TABLE_COLUMNS)]
     summary = report["summary"]
     lines = [
-        "diskproof fleet report: %d results, %d hosts (MB/s = 10^6 B/s, MiB/s = 2^20 B/s)" % (summary["total"], len(report["hosts"])),
-        _align(TABLE_COLUMNS, widths),
-        _align(["-" * width for width in widths], widths),
+        ("diskproof fleet report: %d results, %d hosts (MB/s = 10^6 B/s, MiB/s = 2^20 B/s)" % (summary["total"], len(report["hosts"])), None),
+        (_align(TABLE_COLUMNS, widths), None),
+        (_align(["-" * width for width in widths], widths), None),
     ]
-    lines.extend(_align(row, widths) for row in rows)
-    lines.append("verdicts: " + ", ".join("%s %d" % (verdict, count) for verdict, count in summary["counts"].items() if count)
-                 + "; acceptance %s" % ("passed" if summary["passed"] else "FAILED"))
+    lines.extend((_align(row, widths), verdict_color(entry["verdict"])) for row, entry in zip(rows, listing.entries))
+    if listing.summarised:
+        lines.append(("{0:,} pass results not listed (more than {1:,} results); report.json and results.csv hold all {2:,}".format(
+            listing.passes_not_listed, _render.LISTING_LIMIT, listing.total), None))
+    lines.append(("verdicts: " + ", ".join("%s %d" % (verdict, count) for verdict, count in summary["counts"].items() if count)
+                  + "; acceptance %s" % ("passed" if summary["passed"] else "FAILED"), None if summary["passed"] else C.COLOR_ERROR))
     return lines
 
 
-def _csv_value(value) -> str:
-    return "" if value is None else str(value)
+def render_table(report: Mapping, listing: _render.Listing | None = None) -> list[str]:
+    """Console lines: title, header, one row per listed entry (already worst first), verdict counts."""
+    return [line for line, _color in table_lines(report, listing)]
+
+
+def _csv_row(entry: _aggregate.Entry, target: tuple, reason: str) -> list:
+    """A results.csv row of an entry (None is written as an empty field, anything else as str());
+    ``target`` and ``reason`` are its _aggregate.entry_target and entry_reason."""
+    facts = entry.facts
+    if facts is None:
+        return [entry.host, None, None, None, None, entry.verdict, reason, None, None, None, None, None, None, None, None, None]
+    path, device, serial, test = target
+    figures = facts.figures
+    return [entry.host, path, device, test, facts.tool, entry.verdict, reason, figures[0], figures[1], figures[2], figures[3],
+            facts.seconds, facts.bytes, facts.error, serial, facts.target[2]]
 
 
 def render_csv(report: Mapping) -> str:
-    """results.csv text: one row per entry of the report, in report order."""
+    """results.csv text of a report dict: one row per entry, in report order."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -312,12 +415,12 @@ def render_csv(report: Mapping) -> str:
         record = entry.get("record") or {}
         metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
         target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
-        writer.writerow([_csv_value(value) for value in (
+        writer.writerow([
             entry["host"], entry.get("target_path"), entry.get("device"), entry.get("test"), record.get("tool"),
             entry["verdict"], entry.get("reason"),
             metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
             record.get("seconds"), record.get("bytes"), record.get("error"), entry.get("serial"), target.get("model"),
-        )])
+        ])
     return buffer.getvalue()
 
 
@@ -329,21 +432,46 @@ def _is_measuring_task(task) -> bool:
     return action.startswith(COLLECTION_PREFIX) or role_name.startswith(COLLECTION_PREFIX)
 
 
+class AtomicFile:
+    """A file written under a temp name in its directory, then fsync'd and renamed into place by
+    ``commit``: readers never see half a report. ``discard`` (or an exception in a ``with``
+    block) removes the temp file and leaves any previous file as it was."""
+
+    def __init__(self, path: str, binary: bool = False) -> None:
+        self.path = path
+        directory, name = os.path.split(path)
+        handle, self._temp_path = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
+        # Large buffers: report.json of a fleet is hundreds of MB written line by line.
+        self.stream = (os.fdopen(handle, "wb", buffering=WRITE_BUFFER) if binary
+                       else os.fdopen(handle, "w", buffering=WRITE_BUFFER, encoding="utf-8", newline=""))
+
+    def commit(self) -> None:
+        self.stream.flush()
+        os.fsync(self.stream.fileno())
+        self.stream.close()
+        # mkstemp creates 0600; a report is meant to be shared.
+        os.chmod(self._temp_path, 0o644)
+        os.replace(self._temp_path, self.path)
+
+    def discard(self) -> None:
+        self.stream.close()
+        if os.path.exists(self._temp_path):
+            os.unlink(self._temp_path)
+
+    def __enter__(self) -> "AtomicFile":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None and not self.stream.closed:
+            self.commit()
+        elif os.path.exists(self._temp_path):
+            self.discard()
+
+
 def write_atomically(path: str, text: str) -> None:
     """Write text to path through a temp file in the same directory and os.replace: readers never see half a report."""
-    directory, name = os.path.split(path)
-    handle, temp_path = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp creates 0600; a report is meant to be shared.
-        os.chmod(temp_path, 0o644)
-        os.replace(temp_path, path)
-    finally:
-        if os.path.exists(temp_path):
-            os.unlink(temp_path)
+    with AtomicFile(path) as target:
+        target.stream.write(text)
 
 
 def collection_version() -> str | None:
@@ -391,7 +519,8 @@ class CallbackModule(CallbackBase):
         self._baseline_file = None
         self._play_acceptance = None
         self._play: dict | None = None  # the running play: its hosts, whether it measures, deferred outcomes
-        self._records_by_host: dict[str, list[dict]] = {}
+        self._spool = RecordSpool()
+        self._records_by_host: dict[str, list[tuple]] = {}  # host -> [(spool ref, record facts)]
         self._host_statuses: dict[str, dict] = {}
         self._inventory_size = None
         self._playbook = None
@@ -414,7 +543,10 @@ class CallbackModule(CallbackBase):
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _host_status(self, host: str) -> dict:
-        return self._host_statuses.setdefault(host, {"status": _aggregate.HOST_OK, "problems": []})
+        status = self._host_statuses.get(host)
+        if status is None:
+            status = self._host_statuses[host] = {"status": _aggregate.HOST_OK, "problems": []}
+        return status
 
     def _mark_host(self, host: str, status: str) -> None:
         # unreachable outranks failed outranks ok: a host keeps its worst outcome.
@@ -428,7 +560,11 @@ class CallbackModule(CallbackBase):
         if records:
             host = result._host.get_name()
             self._host_status(host)
-            self._records_by_host.setdefault(host, []).extend(records)
+            kept = self._records_by_host.get(host)
+            if kept is None:
+                kept = self._records_by_host[host] = []
+            for record in records:
+                kept.append(self._spool.add(record))
             if self._play is not None:
                 self._play["measuring"] = True
         return bool(records)
@@ -517,17 +653,17 @@ class CallbackModule(CallbackBase):
     @_guarded
     def v2_playbook_on_stats(self, stats):
         self._end_play()
-        if not self._records_by_host and not any(status["problems"] for status in self._host_statuses.values()):
-            self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
-            return
-        report = self._build_report()
-        for line, entry in zip(render_table(report), [None, None, None] + list(report["results"]) + [None]):
-            color = verdict_color(entry["verdict"]) if entry is not None else None
-            if entry is None and line.startswith("verdicts: ") and not report["summary"]["passed"]:
-                color = C.COLOR_ERROR
-            self._display.display(line, color=color)
-        json_path, *other_paths = self._write(report)
-        self._display.display("report: %s (also %s)" % (json_path, ", ".join(other_paths)))
+        try:
+            if not self._records_by_host and not any(status["problems"] for status in self._host_statuses.values()):
+                self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
+                return
+            with _cyclic_gc_paused():
+                report, entries = self._judge()
+                paths, view, listing = self._write(report, entries)
+            self._show(table_lines(view, listing))
+            self._display.display("report: %s (also %s)" % (paths[0], ", ".join(paths[1:])))
+        finally:
+            self._spool.close()
 
     # -- judgement -------------------------------------------------------------------------
 
@@ -555,7 +691,8 @@ class CallbackModule(CallbackBase):
         except (OSError, ValueError) as exc:  # ValueError: bad JSON, and BaselineError
             return None, ["cannot use %s: %s" % (self._baseline_file, exc)]
 
-    def _build_report(self) -> dict:
+    def _judge(self) -> tuple:
+        """(report without its results, entries worst first): see _aggregate.judge_report."""
         acceptance, rules_source, rules_errors = self._acceptance()
         if not rules_errors:
             try:
@@ -568,13 +705,31 @@ class CallbackModule(CallbackBase):
         baseline, baseline_errors = self._baseline()
         if baseline_errors:
             self._display.warning("%s: baseline not used: %s" % (self.CALLBACK_NAME, "; ".join(baseline_errors)))
-        return _aggregate.build_report(
+        return _aggregate.judge_report(
             self._records_by_host, self._host_statuses, self._run_metadata(), settings=self._settings,
             acceptance=acceptance, rules_source=rules_source, rules_errors=rules_errors,
             baseline=baseline, baseline_source=self._baseline_file, baseline_errors=baseline_errors,
         )
 
+    def _entry_dict(self, entry: _aggregate.Entry) -> dict:
+        fields = _aggregate.entry_fields(entry)
+        fields["record"] = self._spool.record(entry.record) if entry.facts is not None else None
+        return fields
+
     # -- output ----------------------------------------------------------------------------
+
+    def _show(self, lines: list) -> None:
+        """The console table; consecutive lines of one colour in one display call (Display colours each line)."""
+        batch: list[str] = []
+        color = None
+        for line, line_color in lines:
+            if batch and line_color != color:
+                self._display.display("\n".join(batch), color=color)
+                batch = []
+            batch.append(line)
+            color = line_color
+        if batch:
+            self._display.display("\n".join(batch), color=color)
 
     def _run_metadata(self) -> dict:
         return {
@@ -588,20 +743,89 @@ class CallbackModule(CallbackBase):
             "targeted_hosts": len(self._host_statuses),
         }
 
-    def _write(self, report: dict) -> list[str]:
-        """Every report file, each written atomically; report.json first."""
+    def _write(self, report: dict, entries: list) -> tuple:
+        """Every report file, each written atomically, report.json first; (paths, the report as the
+        pages see it, their listing). One pass over the entries writes report.json, results.csv and
+        the junit.xml testcases, entry by entry (never one string, never a dict per entry), and
+        picks what the console, report.md and report.html list: every entry of a small report; at
+        fleet scale (more than _render.LISTING_LIMIT) the entries that are not pass, the passes
+        counted per test and peer group."""
         report_dir = os.path.abspath(self._report_dir)
         os.makedirs(report_dir, exist_ok=True)
-        renderers = (
-            (REPORT_JSON, lambda: json.dumps(report, indent=2, sort_keys=True) + "\n"),
-            (RESULTS_CSV, lambda: render_csv(report)),
-            (JUNIT_XML, lambda: _junit.render_junit(report)),
-            (REPORT_MD, lambda: _render.render_markdown(report)),
-            (REPORT_HTML, lambda: _render.render_html(report)),
-        )
-        paths = []
-        for name, render in renderers:
-            path = os.path.join(report_dir, name)
-            write_atomically(path, render())
-            paths.append(path)
-        return paths
+        paths = [os.path.join(report_dir, name) for name in (REPORT_JSON, RESULTS_CSV, JUNIT_XML, REPORT_MD, REPORT_HTML)]
+        json_path, csv_path, junit_path, md_path, html_path = paths
+        summarise = len(entries) > _render.LISTING_LIMIT
+        listed: list = []
+        passes: dict = {}  # (group key, metric, test, type of test) -> pass entries not listed
+        first_of_test: dict = {}  # test text -> spool ref of its first record in report order
+        seen_tests: set = set()
+        junit = _junit.JunitWriter(report)
+        add_case = junit.add_case
+        entry_target, entry_reason, seconds_of = _aggregate.entry_target, _aggregate.entry_reason, _junit.seconds_of
+        spool_json = self._spool.json
+        with AtomicFile(json_path, binary=True) as json_file, AtomicFile(csv_path) as csv_file:
+            parts = _aggregate.EntryEncoder().parts
+            head, tail = _aggregate.report_json_frame(report)
+            write_json = json_file.stream.write
+            write_json(head.encode("ascii"))
+            write_row = csv.writer(csv_file.stream, lineterminator="\n").writerow
+            write_row(CSV_COLUMNS)
+            separator = b"\n"
+            for entry in entries:
+                facts = entry.facts
+                target = entry_target(entry)
+                reason = entry_reason(entry)
+                before, after = parts(entry)
+                write_json(b"".join((separator, before.encode("ascii"), spool_json(entry.record) if facts is not None else b"null",
+                                     after.encode("ascii"))))
+                separator = b",\n"
+                write_row(_csv_row(entry, target, reason))
+                add_case(entry.host, target[3], target[0], seconds_of(facts.seconds) if facts is not None else 0.0, entry.verdict, reason,
+                         entry.findings, entry.notes)
+                if not summarise:
+                    listed.append(entry)
+                    continue
+                if entry.verdict != _aggregate.VERDICT_PASS:
+                    listed.append(entry)
+                if facts is None:
+                    continue
+                test = facts.test
+                try:
+                    if test not in seen_tests:
+                        self._first_of_test(test, entry.record, seen_tests, first_of_test)
+                    if entry.verdict == _aggregate.VERDICT_PASS:
+                        key = (entry.group, facts.metric_name, test, type(test))
+                        passes[key] = passes.get(key, 0) + 1
+                except TypeError:  # an unhashable test id in a malformed record: counted by its text
+                    self._first_of_test(test, entry.record, seen_tests, first_of_test)
+                    if entry.verdict == _aggregate.VERDICT_PASS:
+                        key = (entry.group, facts.metric_name, _render.test_text(test), str)
+                        passes[key] = passes.get(key, 0) + 1
+            write_json(tail.encode("ascii"))
+            json_file.commit()
+        with AtomicFile(junit_path) as junit_file:
+            junit.write(junit_file.stream.write)
+        del junit
+        pass_counts: dict = {}
+        for (group, metric, test, _kind), count in passes.items():
+            key = _render.pass_key(test, group, metric)
+            pass_counts[key] = pass_counts.get(key, 0) + count
+        listing = _render.summarised_listing([self._entry_dict(entry) for entry in listed], len(entries), pass_counts,
+                                             {test: self._spool.record(ref) for test, ref in first_of_test.items()})
+        view = dict(report, results=listing.entries)
+        with AtomicFile(md_path) as md_file:
+            _render.write_markdown(view, md_file.stream.write, listing)
+        with AtomicFile(html_path) as html_file:
+            _render.write_html(view, html_file.stream.write, listing)
+        return paths, view, listing
+
+    @staticmethod
+    def _first_of_test(test, ref: int, seen_tests: set, first_of_test: dict) -> None:
+        """Remember the first record of each test (as the pages name tests) for its description."""
+        try:
+            seen_tests.add(test)
+        except TypeError:  # an unhashable test id in a malformed record: never remembered as seen
+            pass
+        text = _render.test_text(test)
+        if text and text not in first_of_test:
+            first_of_test[text] = ref

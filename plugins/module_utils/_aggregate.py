@@ -5,8 +5,9 @@
 
 Pure Python (no Ansible imports) so pytest reaches it directly and the same records can be
 re-judged outside a playbook run. The callback ``diskproof.fleet.report`` and the filter
-``diskproof.fleet.fleet_report`` only collect their inputs, then call ``build_report``.
-docs/report.md is the user documentation of everything below.
+``diskproof.fleet.fleet_report`` only collect their inputs, then call ``judge_report`` (the
+callback, which streams the entries into its files) or ``build_report`` (the whole report as
+one dict). docs/report.md is the user documentation of everything below.
 
 One entry per record, plus one per host problem that left no record. Each entry keeps every
 finding (``reasons``) and the verdict of the worst one, in this precedence:
@@ -34,13 +35,24 @@ The primary metric of a record (``primary_metric``):
   operations, not bytes.
 - otherwise bytes per second.
 - a record that measured both directions (mixed read/write) is judged on their sum.
+
+Scale: a record is read once, into ``RecordFacts`` (``record_facts``): the few immutable values
+judging and the writers need. Judging works on facts and yields compact ``Entry`` tuples;
+``entry_fields`` / ``entry_dict`` spell an entry as report.json does and ``EntryEncoder``
+writes that spelling without building the dict, so a fleet of 10,000 hosts x 12 results is
+judged without keeping its records in memory (docs/benchmarks.md).
 """
 from __future__ import annotations
 
+import copy
 import fnmatch
+import json
 import math
 import re
 import statistics
+from collections.abc import Mapping as _MappingABC
+from json.encoder import encode_basestring_ascii
+from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # 2: verdicts invalid/slow/regressed/unstable, reasons, identity peer groups, acceptance rules, baseline.
@@ -62,6 +74,7 @@ VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_SLOW, 
             VERDICT_UNSTABLE, VERDICT_PASS)
 # What makes summary.passed false. Unstable is worth a look, not a failed acceptance.
 FAILING_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_SLOW, VERDICT_REGRESSED, VERDICT_OUTLIER)
+_RANK = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 
 DEFAULT_OUTLIER_FRACTION = 0.15
 DEFAULT_ROBUST_Z_LIMIT = -3.5
@@ -92,13 +105,21 @@ HOST_FAILED = "failed"
 HOST_UNREACHABLE = "unreachable"
 
 NOTE_NO_DEVICE_COUNTERS = "cache bypass not proven: no device counters"
+NOTE_SAMPLES_IGNORED = "samples ignored: not a list of numbers"
+REASON_NO_FIGURE = "record has no throughput or IOPS figure"
 
 # "fio_rand_read", "randwrite_4k", "random_read": "rand" at the start of a word of the test id.
 _RANDOM_TEST_ID = re.compile(r"(^|[^a-z])rand", re.IGNORECASE)
 # fio's own names for its random patterns (rw= / readwrite=).
 _RANDOM_FIO_PATTERNS = frozenset(("randread", "randwrite", "randrw", "randtrim"))
 
+# The per-record paths test exact types first (type(x) is float, type(x) is dict): that is their
+# fast path; subclasses and anything else take the general one (isinstance, _mapping, _number).
+# pylint: disable=unidiomatic-typecheck
+
 GroupKey = Tuple[str, ...]
+# What a read-only lookup of a missing sub-dict returns: shared, and nobody can fill it by mistake.
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,19 +152,30 @@ def relative_deviation(value: float, reference: float) -> Optional[float]:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     # Records are caller data: a missing or null sub-dict must read as empty, not crash.
-    return value if isinstance(value, Mapping) else {}
+    # dict first: isinstance against the Mapping ABC costs ten times more.
+    if type(value) is dict or isinstance(value, _MappingABC):
+        return value
+    return _EMPTY
 
 
 def _number(value: Any) -> Optional[float]:
     # bool is an int subclass; a True figure is a bug upstream, not 1 op/s.
+    if type(value) is float:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
+def _sum_of(first: Optional[float], second: Optional[float]) -> Optional[float]:
+    # sum() of the figures present, as before: 0 + x, so -0.0 reads 0.0.
+    if first is None:
+        return None if second is None else 0 + second
+    return 0 + first if second is None else first + second
+
+
 def _sum_of_directions(metrics: Mapping[str, Any], read_key: str, write_key: str) -> Optional[float]:
-    figures = [figure for figure in (_number(metrics.get(read_key)), _number(metrics.get(write_key))) if figure is not None]
-    return sum(figures) if figures else None
+    return _sum_of(_number(metrics.get(read_key)), _number(metrics.get(write_key)))
 
 
 def bytes_per_s_of(record: Mapping[str, Any]) -> Optional[float]:
@@ -156,19 +188,47 @@ def iops_of(record: Mapping[str, Any]) -> Optional[float]:
     return _sum_of_directions(_mapping(record.get("metrics")), "read_iops", "write_iops")
 
 
-def is_random_access(record: Mapping[str, Any]) -> bool:
-    """True when the test id or the params say the test is random access."""
-    if _RANDOM_TEST_ID.search(str(record.get("test") or "")):
-        return True
-    params = _mapping(record.get("params"))
+_RANDOM_TEST_IDS: Dict[str, bool] = {}
+
+
+def _random_test_id(test: Any) -> bool:
+    text = str(test or "")
+    known = _RANDOM_TEST_IDS.get(text)
+    if known is None:
+        known = bool(_RANDOM_TEST_ID.search(text))
+        if len(_RANDOM_TEST_IDS) < 4096:
+            _RANDOM_TEST_IDS[text] = known
+    return known
+
+
+def _random_params(params: Mapping[str, Any]) -> bool:
     pattern = params.get("rw", params.get("readwrite"))
     return str(pattern or "").lower() in _RANDOM_FIO_PATTERNS
 
 
+def _small_block(params: Mapping[str, Any]) -> bool:
+    block_size = _number(params.get("block_size"))
+    return block_size is not None and 0 < block_size <= SMALL_BLOCK_MAX_BYTES
+
+
+def is_random_access(record: Mapping[str, Any]) -> bool:
+    """True when the test id or the params say the test is random access."""
+    return _random_test_id(record.get("test")) or _random_params(_mapping(record.get("params")))
+
+
 def is_small_block(record: Mapping[str, Any]) -> bool:
     """True when params.block_size is known and at most 64 KiB."""
-    block_size = _number(_mapping(record.get("params")).get("block_size"))
-    return block_size is not None and 0 < block_size <= SMALL_BLOCK_MAX_BYTES
+    return _small_block(_mapping(record.get("params")))
+
+
+def _primary(test: Any, params: Mapping[str, Any], bytes_per_s: Optional[float], iops: Optional[float]) -> Optional[Tuple[str, float]]:
+    if iops is not None and (_random_test_id(test) or _random_params(params) or _small_block(params)):
+        return METRIC_IOPS, iops
+    if bytes_per_s is not None:
+        return METRIC_BYTES_PER_S, bytes_per_s
+    if iops is not None:
+        return METRIC_IOPS, iops
+    return None
 
 
 def primary_metric(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -178,15 +238,8 @@ def primary_metric(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     otherwise bytes per second; IOPS as a last resort when that is all there is; None when the
     record has neither.
     """
-    iops = iops_of(record)
-    bytes_per_s = bytes_per_s_of(record)
-    if iops is not None and (is_random_access(record) or is_small_block(record)):
-        return {"name": METRIC_IOPS, "value": iops}
-    if bytes_per_s is not None:
-        return {"name": METRIC_BYTES_PER_S, "value": bytes_per_s}
-    if iops is not None:
-        return {"name": METRIC_IOPS, "value": iops}
-    return None
+    found = _primary(record.get("test"), _mapping(record.get("params")), bytes_per_s_of(record), iops_of(record))
+    return None if found is None else {"name": found[0], "value": found[1]}
 
 
 def _key_value(value: Any) -> str:
@@ -200,15 +253,27 @@ def _key_value(value: Any) -> str:
     return str(value)
 
 
-def disk_class(record: Mapping[str, Any]) -> Optional[str]:
-    """``nvme`` (transport nvme), ``hdd`` (rotational), ``ssd`` (not rotational) or None (unknown)."""
-    target = _mapping(record.get("target"))
-    if str(target.get("transport") or "").lower() == "nvme":
+def _disk_class(rotational: Any, transport: Any) -> Optional[str]:
+    if str(transport or "").lower() == "nvme":
         return "nvme"
-    rotational = target.get("rotational")
     if isinstance(rotational, bool):
         return "hdd" if rotational else "ssd"
     return None
+
+
+def disk_class(record: Mapping[str, Any]) -> Optional[str]:
+    """``nvme`` (transport nvme), ``hdd`` (rotational), ``ssd`` (not rotational) or None (unknown)."""
+    target = _mapping(record.get("target"))
+    return _disk_class(target.get("rotational"), target.get("transport"))
+
+
+def _group_key(test: Any, model: Any, firmware: Any, size_bytes: Any, rotational: Any, peer_group: str) -> GroupKey:
+    test_id = str(test or "")
+    if peer_group == PEER_GROUP_TEST:
+        return (test_id,)
+    if model is None:
+        return (test_id, "rotational=" + _key_value(rotational))
+    return (test_id, "model=" + _key_value(model), "firmware=" + _key_value(firmware), "size_bytes=" + _key_value(size_bytes))
 
 
 def peer_group_key(record: Mapping[str, Any], peer_group: str = PEER_GROUP_IDENTITY) -> GroupKey:
@@ -217,14 +282,9 @@ def peer_group_key(record: Mapping[str, Any], peer_group: str = PEER_GROUP_IDENT
     ``identity``: test, model, firmware and capacity of the target disk; when the model is unknown
     (VMs, loop devices) test and rotational. ``test``: the test id alone.
     """
-    test = str(record.get("test") or "")
-    if peer_group == PEER_GROUP_TEST:
-        return (test,)
     target = _mapping(record.get("target"))
-    if target.get("model") is None:
-        return (test, "rotational=" + _key_value(target.get("rotational")))
-    return (test, "model=" + _key_value(target.get("model")), "firmware=" + _key_value(target.get("firmware")),
-            "size_bytes=" + _key_value(target.get("size_bytes")))
+    return _group_key(record.get("test"), target.get("model"), target.get("firmware"), target.get("size_bytes"), target.get("rotational"),
+                      peer_group)
 
 
 def key_basis(key: GroupKey) -> str:
@@ -234,20 +294,197 @@ def key_basis(key: GroupKey) -> str:
     return BASIS_TEST_ROTATIONAL if key[1].startswith("rotational=") else BASIS_IDENTITY
 
 
+def _disk_id(serial: Any, wwn: Any) -> Optional[Tuple[str, str]]:
+    if serial not in (None, ""):
+        return "serial", str(serial)
+    if wwn not in (None, ""):
+        return "wwn", str(wwn)
+    return None
+
+
 def disk_id_of(record: Mapping[str, Any]) -> Optional[Tuple[str, str]]:
     """(``serial`` | ``wwn``, value) identifying the physical disk across runs, or None."""
     target = _mapping(record.get("target"))
-    for field in ("serial", "wwn"):
-        value = target.get(field)
-        if value not in (None, ""):
-            return field, str(value)
-    return None
+    return _disk_id(target.get("serial"), target.get("wwn"))
 
 
 def target_of(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     """(target path, device) of a record; either may be None."""
     target = _mapping(record.get("target"))
     return target.get("path"), target.get("device")
+
+
+# ---------------------------------------------------------------------------------------------
+# record facts: what judging and the writers read, taken once per record
+# ---------------------------------------------------------------------------------------------
+
+# RecordFacts.target, in this order.
+TARGET_FIELDS = ("path", "device", "model", "firmware", "size_bytes", "rotational", "transport")
+# RecordFacts.figures, in this order: metrics.<name> except the two p99 latencies (ns).
+FIGURE_FIELDS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "fsyncs_per_s", "read_p99_ns", "write_p99_ns")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class RecordFacts(NamedTuple):
+    """The values of one record that judging and the writers read (``record_facts``).
+
+    Only immutable values: the record dict itself can go (or be changed by whoever owns it) once
+    its facts are taken. Values are the record's own (``test``, ``target`` fields, ``error``,
+    ``figures``, ``tool``, ``seconds``, ``bytes``), unconverted, so every writer shows what the
+    record said; ``metric_*``, ``invalid``, ``note`` and ``samples`` are derived.
+    """
+
+    test: Any
+    target: Tuple[Any, ...]                    # TARGET_FIELDS
+    serial: Any
+    wwn: Any
+    error: Any
+    metric_name: Optional[str]                 # primary metric; None: no throughput or IOPS figure
+    metric_value: Optional[float]
+    invalid: Optional[str]                     # cache_bypass: why the figure cannot be trusted
+    note: Optional[str]                        # cache_bypass: a note
+    figures: Tuple[Any, ...]                   # FIGURE_FIELDS
+    samples: Optional[Tuple[Optional[float], ...]]  # None: no samples; (None,) when not a list
+    tool: Any
+    seconds: Any
+    bytes: Any
+
+
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
+def _own(value: Any) -> Any:
+    """A value safe to keep: scalars as they are (str subclasses as plain str), anything else copied."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, _SCALARS):
+        return value
+    return copy.deepcopy(value)
+
+
+def _shared(table: Optional[Dict[Any, Any]], value: Any) -> Any:
+    # Equal strings from different records become one object: a fleet repeats its tests, paths,
+    # models and serials (4 tests per disk) thousands of times. Strings only: True == 1 == 1.0.
+    if table is None or type(value) is not str:
+        return value
+    return table.setdefault(value, value)
+
+
+def _shared_target(table: Optional[Dict[Any, Any]], identity: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    # The types are part of the key: (..., True, ...) and (..., 1, ...) are equal tuples.
+    if table is None:
+        return identity
+    try:
+        return table.setdefault((identity, tuple(map(type, identity))), identity)
+    except TypeError:  # unhashable (a malformed record): kept as it is
+        return identity
+
+
+_NEW_TUPLE = tuple.__new__
+
+
+def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = None) -> RecordFacts:
+    """The facts of one record. ``shared``: a dict kept across records, so that equal strings and
+    target identities are stored once (the callback passes one; pure callers may not)."""
+    # Called once per record as it arrives (10,000 hosts x 12 results: 117,000 times), hence the
+    # inlined fast paths for plain dicts and floats; anything else goes through _mapping/_number/_own.
+    get = record.get
+    target = get("target")
+    if type(target) is not dict:
+        target = _mapping(target)
+    metrics = get("metrics")
+    if type(metrics) is not dict:
+        metrics = _mapping(metrics)
+    params = get("params")
+    if type(params) is not dict:
+        params = _mapping(params)
+    latency = metrics.get("latency_ns")
+    if type(latency) is not dict:
+        latency = _mapping(latency)
+    read_latency, write_latency = latency.get("read"), latency.get("write")
+    figures = (metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
+               metrics.get("fsyncs_per_s"), None if read_latency is None else _mapping(read_latency).get("p99"),
+               None if write_latency is None else _mapping(write_latency).get("p99"))
+    if not _PLAIN.issuperset(map(type, figures)):
+        figures = tuple([_own(value) for value in figures])
+    read_bytes_per_s, write_bytes_per_s, read_iops, write_iops = figures[0], figures[1], figures[2], figures[3]
+    if read_bytes_per_s is not None and type(read_bytes_per_s) is not float:
+        read_bytes_per_s = _number(read_bytes_per_s)
+    if write_bytes_per_s is not None and type(write_bytes_per_s) is not float:
+        write_bytes_per_s = _number(write_bytes_per_s)
+    if read_iops is not None and type(read_iops) is not float:
+        read_iops = _number(read_iops)
+    if write_iops is not None and type(write_iops) is not float:
+        write_iops = _number(write_iops)
+    reads = read_bytes_per_s is not None or read_iops is not None
+    writes = write_bytes_per_s is not None or write_iops is not None
+    test = get("test")
+    if type(test) is not str:
+        test = _own(test)
+    elif shared is not None:
+        test = shared.setdefault(test, test)
+    if reads or writes:
+        primary = _primary(test, params, _sum_of(read_bytes_per_s, write_bytes_per_s), _sum_of(read_iops, write_iops))
+        invalid, note = _cache_bypass(_number(get("bytes")), reads, writes, get("device_io"), params)
+    else:
+        primary, invalid, note = None, None, None
+    samples = get("samples")
+    if samples is not None:
+        samples = tuple([_number(sample) for sample in samples]) if isinstance(samples, list) else (None,)
+    identity = (target.get("path"), target.get("device"), target.get("model"), target.get("firmware"), target.get("size_bytes"),
+                target.get("rotational"), target.get("transport"))
+    identity = _shared_target(shared, identity if _PLAIN.issuperset(map(type, identity)) else tuple([_own(value) for value in identity]))
+    rest = (target.get("serial"), target.get("wwn"), get("error"), get("tool"), get("seconds"), get("bytes"))
+    if not _PLAIN.issuperset(map(type, rest)):
+        rest = tuple([_own(value) for value in rest])
+    serial, wwn, error, tool, seconds, moved = rest
+    if shared is not None:
+        if type(serial) is str:
+            serial = shared.setdefault(serial, serial)
+        if type(wwn) is str:
+            wwn = shared.setdefault(wwn, wwn)
+        if type(tool) is str:
+            tool = shared.setdefault(tool, tool)
+    metric_name, metric_value = (None, None) if primary is None else primary
+    return _NEW_TUPLE(RecordFacts, (test, identity, serial, wwn, error, metric_name, metric_value, invalid, note, figures, samples, tool,
+                                    seconds, moved))
+
+
+def _facts_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
+    target = facts.target
+    return _group_key(facts.test, target[2], target[3], target[4], target[5], peer_group)
+
+
+class _GroupKeys:
+    """Group keys built once per (test, target identity) instead of once per record."""
+
+    def __init__(self, peer_group: str) -> None:
+        self.peer_group = peer_group
+        self._keys: Dict[Tuple[Any, Any, int], GroupKey] = {}
+
+    def __call__(self, facts: RecordFacts) -> GroupKey:
+        # By the identity of the target tuple (shared by record_facts): equal tuples may differ
+        # in type (True == 1), the same object cannot. The facts keep every tuple alive.
+        test = facts.test
+        try:
+            cache_key = (type(test), test, id(facts.target))
+            key = self._keys.get(cache_key)
+        except TypeError:  # an unhashable test id in a malformed record
+            return _facts_group_key(facts, self.peer_group)
+        if key is None:
+            key = self._keys[cache_key] = _facts_group_key(facts, self.peer_group)
+        return key
+
+
+def _measured_metric(facts: RecordFacts) -> Optional[Tuple[str, float]]:
+    # Only records without an error, with a figure and not disproven by the device counters take
+    # part in the peer statistics and in a baseline.
+    if facts.error or facts.invalid is not None or facts.metric_name is None:
+        return None
+    return facts.metric_name, facts.metric_value  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,21 +590,11 @@ def _directions(record: Mapping[str, Any]) -> Tuple[bool, bool]:
     return reads, writes
 
 
-def cache_bypass(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
-    """(reason it is invalid, note) for a record; both None when the device saw enough.
-
-    Invalid: a write-only record whose ``device_io.write_bytes``, a read-only record whose
-    ``device_io.read_bytes``, or a mixed record whose sum of both is below 95 % of ``bytes``.
-    Without counters the record is not judged invalid; buffered records (``params.direct`` not
-    true) get the note "cache bypass not proven: no device counters".
-    """
-    moved = _number(record.get("bytes"))
-    reads, writes = _directions(record)
+def _cache_bypass(moved: Optional[float], reads: bool, writes: bool, device_io: Any, params: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     if moved is None or moved <= 0 or not (reads or writes):
         return None, None
-    device_io = record.get("device_io")
-    direct = _mapping(record.get("params")).get("direct") is True
-    if not isinstance(device_io, Mapping):
+    direct = params.get("direct") is True
+    if not isinstance(device_io, _MappingABC):
         return None, (None if direct else NOTE_NO_DEVICE_COUNTERS)
     read_bytes, write_bytes = _number(device_io.get("read_bytes")), _number(device_io.get("write_bytes"))
     if reads and writes:
@@ -382,6 +609,18 @@ def cache_bypass(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str
         return ("cache bypass not proven: the device %s %d of the %d bytes the tool moved (%.1f%%, < %.0f%%)"
                 % (what, seen, moved, 100.0 * seen / moved, CACHE_BYPASS_MIN_FRACTION * 100)), None
     return None, None
+
+
+def cache_bypass(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+    """(reason it is invalid, note) for a record; both None when the device saw enough.
+
+    Invalid: a write-only record whose ``device_io.write_bytes``, a read-only record whose
+    ``device_io.read_bytes``, or a mixed record whose sum of both is below 95 % of ``bytes``.
+    Without counters the record is not judged invalid; buffered records (``params.direct`` not
+    true) get the note "cache bypass not proven: no device counters".
+    """
+    reads, writes = _directions(record)
+    return _cache_bypass(_number(record.get("bytes")), reads, writes, record.get("device_io"), _mapping(record.get("params")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,40 +769,54 @@ def validate_rules(acceptance: Any) -> List[Dict[str, Any]]:
     return normalized
 
 
-def _rule_matches(rule: Mapping[str, Any], host: str, record: Mapping[str, Any]) -> bool:
-    target = _mapping(record.get("target"))
+def _rule_matches(rule: Mapping[str, Any], host: str, facts: RecordFacts) -> bool:
+    target = facts.target
     for key, pattern in rule["match"].items():
         if key == "class":
-            if disk_class(record) != pattern:
+            if _disk_class(target[5], target[6]) != pattern:
                 return False
         elif key == "rotational":
-            if target.get("rotational") is not pattern:
+            if target[5] is not pattern:
                 return False
         else:
-            actual = host if key == "host" else (record.get("test") if key == "test" else target.get(key))
+            actual = _match_value(key, host, facts)
             if actual is None or not fnmatch.fnmatchcase(str(actual), pattern):
                 return False
     return True
 
 
-def rule_figures(record: Mapping[str, Any]) -> Dict[str, Optional[float]]:
-    """The figures rules compare, in rule units (MB = 10^6 bytes, ms = 10^-3 s)."""
-    metrics = _mapping(record.get("metrics"))
-    latency = _mapping(metrics.get("latency_ns"))
+def _match_value(key: str, host: str, facts: RecordFacts) -> Any:
+    if key == "host":
+        return host
+    if key == "test":
+        return facts.test
+    if key == "serial":
+        return facts.serial
+    if key == "wwn":
+        return facts.wwn
+    return facts.target[TARGET_FIELDS.index(key)]
 
+
+def _rule_figures(facts: RecordFacts) -> Dict[str, Optional[float]]:
     def scaled(value: Any, divisor: float) -> Optional[float]:
         number = _number(value)
         return None if number is None else number / divisor
 
+    figures = facts.figures
     return {
-        "read_mb_per_s": scaled(metrics.get("read_bytes_per_s"), 1e6),
-        "write_mb_per_s": scaled(metrics.get("write_bytes_per_s"), 1e6),
-        "read_iops": _number(metrics.get("read_iops")),
-        "write_iops": _number(metrics.get("write_iops")),
-        "fsyncs_per_s": _number(metrics.get("fsyncs_per_s")),
-        "read_p99_ms": scaled(_mapping(latency.get("read")).get("p99"), 1e6),
-        "write_p99_ms": scaled(_mapping(latency.get("write")).get("p99"), 1e6),
+        "read_mb_per_s": scaled(figures[0], 1e6),
+        "write_mb_per_s": scaled(figures[1], 1e6),
+        "read_iops": _number(figures[2]),
+        "write_iops": _number(figures[3]),
+        "fsyncs_per_s": _number(figures[4]),
+        "read_p99_ms": scaled(figures[5], 1e6),
+        "write_p99_ms": scaled(figures[6], 1e6),
     }
+
+
+def rule_figures(record: Mapping[str, Any]) -> Dict[str, Optional[float]]:
+    """The figures rules compare, in rule units (MB = 10^6 bytes, ms = 10^-3 s)."""
+    return _rule_figures(record_facts(record))
 
 
 def _rule_label(rule: Mapping[str, Any], index: int) -> str:
@@ -575,13 +828,14 @@ def _figure_text(figure: str, value: float) -> str:
     return "%.*f %s" % (digits, value, FIGURE_UNITS[figure])
 
 
-def rule_violations(host: str, record: Mapping[str, Any], rules: Sequence[Mapping[str, Any]]) -> List[str]:
-    """One reason per broken limit of every matching rule; a limit whose figure the record lacks is skipped."""
-    figures = rule_figures(record)
+def _violations(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> List[str]:
+    figures: Optional[Dict[str, Optional[float]]] = None
     reasons = []
     for index, rule in enumerate(rules):
-        if not _rule_matches(rule, host, record):
+        if not _rule_matches(rule, host, facts):
             continue
+        if figures is None:
+            figures = _rule_figures(facts)
         label = _rule_label(rule, index)
         for key, (figure, direction) in THRESHOLDS.items():
             limit, value = rule.get(key), figures[figure]
@@ -594,14 +848,20 @@ def rule_violations(host: str, record: Mapping[str, Any], rules: Sequence[Mappin
                 reasons.append("%s: %s p99 %s > maximum %s" % (label, io_direction, _figure_text(figure, value), _figure_text(figure, limit)))
         datasheet = rule.get("datasheet") or {}
         for figure in DATASHEET_FIGURES:
-            if figure not in datasheet or figures[figure] is None:
+            actual = figures[figure]
+            if figure not in datasheet or actual is None:
                 continue
             required = datasheet[figure] * datasheet["min_percent"] / 100.0
-            if figures[figure] < required:
+            if actual < required:
                 reasons.append("%s: %s is %.1f%% of datasheet %s (< %g%%)" % (
-                    label, _figure_text(figure, figures[figure]), 100.0 * figures[figure] / datasheet[figure],
+                    label, _figure_text(figure, actual), 100.0 * actual / datasheet[figure],
                     _figure_text(figure, datasheet[figure]), datasheet["min_percent"]))
     return reasons
+
+
+def rule_violations(host: str, record: Mapping[str, Any], rules: Sequence[Mapping[str, Any]]) -> List[str]:
+    """One reason per broken limit of every matching rule; a limit whose figure the record lacks is skipped."""
+    return _violations(host, record_facts(record), rules)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,7 +881,7 @@ def baseline_index(baseline: Any) -> BaselineIndex:
     Only records that measured something valid count (no error, cache bypass not disproven); a
     disk measured several times per test in the baseline is represented by the median.
     """
-    if not isinstance(baseline, Mapping):
+    if not isinstance(baseline, _MappingABC):
         raise BaselineError("baseline: must be a report.json mapping, got %s" % type(baseline).__name__)
     if baseline.get("report_schema") not in BASELINE_REPORT_SCHEMAS:
         raise BaselineError("baseline: report_schema must be one of %s, got %r" % (", ".join(map(str, BASELINE_REPORT_SCHEMAS)), baseline.get("report_schema")))
@@ -631,22 +891,20 @@ def baseline_index(baseline: Any) -> BaselineIndex:
     values: Dict[Tuple[str, str, str, str], List[float]] = {}
     for entry in results:
         record = _mapping(entry).get("record")
-        if not isinstance(record, Mapping):
+        if not isinstance(record, _MappingABC):
             continue
-        disk_id = disk_id_of(record)
-        metric = _measured(record)
+        facts = record_facts(record)
+        disk_id = _disk_id(facts.serial, facts.wwn)
+        metric = _measured_metric(facts)
         if disk_id is None or metric is None:
             continue
-        values.setdefault((disk_id[0], disk_id[1], str(record.get("test") or ""), metric["name"]), []).append(metric["value"])
+        values.setdefault((disk_id[0], disk_id[1], str(facts.test or ""), metric[0]), []).append(metric[1])
     return {key: median(figures) for key, figures in values.items()}
 
 
-def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str, str], float], metric_name: str) -> Optional[Tuple[str, str, float]]:
-    """(id kind, disk id, value) of the record's disk and test in the baseline, or None."""
-    target = _mapping(record.get("target"))
-    test = str(record.get("test") or "")
-    for field in ("serial", "wwn"):
-        disk_id = target.get(field)
+def _baseline_value(facts: RecordFacts, index: Mapping[Tuple[str, str, str, str], float], metric_name: str) -> Optional[Tuple[str, str, float]]:
+    test = str(facts.test or "")
+    for field, disk_id in (("serial", facts.serial), ("wwn", facts.wwn)):
         if disk_id in (None, ""):
             continue
         value = index.get((field, str(disk_id), test, metric_name))
@@ -655,142 +913,143 @@ def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str
     return None
 
 
+def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str, str], float], metric_name: str) -> Optional[Tuple[str, str, float]]:
+    """(id kind, disk id, value) of the record's disk and test in the baseline, or None."""
+    return _baseline_value(record_facts(record), index, metric_name)
+
+
 # ---------------------------------------------------------------------------------------------
 # verdicts
 # ---------------------------------------------------------------------------------------------
 
-def _entry(host: str, record: Optional[Mapping[str, Any]], findings: Sequence[Tuple[str, str]], **extra: Any) -> Dict[str, Any]:
-    """An entry: the worst finding's verdict, its reason(s) joined, every finding kept in ``reasons``."""
-    path, device = target_of(record) if record is not None else (None, None)
-    verdict = min((finding[0] for finding in findings), key=VERDICTS.index)
-    disk_id = disk_id_of(record) if record is not None else None
-    entry = {
-        "host": host,
-        "target_path": path,
-        "device": device,
-        "serial": disk_id[1] if disk_id is not None else None,
-        "test": record.get("test") if record is not None else None,
-        "verdict": verdict,
-        "reason": "; ".join(reason for finding, reason in findings if finding == verdict),
-        "reasons": [{"verdict": finding, "reason": reason} for finding, reason in sorted(findings, key=lambda item: VERDICTS.index(item[0]))],
-        "notes": [],
-        "group": None,
-        "primary_metric": None,
-        "group_median": None,
-        "deviation_from_median": None,
-        "robust_z": None,
-        "baseline_value": None,
-        "deviation_from_baseline": None,
-        "record": record,
-    }
-    entry.update(extra)
-    return entry
+Finding = Tuple[str, str]
 
 
-def _measured(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    # Only records without an error, with a figure and not disproven by the device counters take
-    # part in the peer statistics and in a baseline.
-    if record.get("error") or cache_bypass(record)[0] is not None:
-        return None
-    return primary_metric(record)
+class Entry(NamedTuple):
+    """One judged record or host problem, compact: ``entry_fields`` spells it as report.json does.
 
-
-def peer_groups(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
-                peer_group: str = PEER_GROUP_IDENTITY) -> Dict[Tuple[GroupKey, str], List[float]]:
-    """Measured primary values per (peer group key, metric name).
-
-    The metric name is part of the key: IOPS and bytes per second never share a median.
+    ``record`` is whatever the caller judged (``build_report``: the record dict; the callback: the
+    place it spooled the record's JSON to); ``facts`` is None for a host problem. ``findings``
+    are sorted worst first, so ``findings[0][0]`` is the verdict. ``group`` is set exactly when
+    the entry was judged on a primary metric (then ``primary_metric`` is shown).
     """
-    groups: Dict[Tuple[GroupKey, str], List[float]] = {}
-    for records in records_by_host.values():
-        for record in records:
-            metric = _measured(record)
-            if metric is not None:
-                groups.setdefault((peer_group_key(record, peer_group), metric["name"]), []).append(metric["value"])
-    return groups
+
+    host: str
+    record: Any
+    facts: Optional[RecordFacts]
+    verdict: str
+    findings: Tuple[Finding, ...]
+    notes: Tuple[str, ...]
+    group: Optional[GroupKey]
+    group_median: Optional[float]
+    deviation_from_median: Optional[float]
+    robust_z: Optional[float]
+    baseline_value: Optional[float]
+    deviation_from_baseline: Optional[float]
 
 
-def _peer_findings(metric: Mapping[str, Any], peers: Sequence[float], settings: Settings,
-                   stats: Optional[Mapping[str, Any]] = None) -> Tuple[List[Tuple[str, str]], Dict[str, Any]]:
-    if len(peers) < MIN_PEERS:
-        return [(VERDICT_PASS, "not compared: %d measured in group (< %d)" % (len(peers), MIN_PEERS))], {}
-    stats = stats if stats is not None else describe(peers)
-    deviation = relative_deviation(metric["value"], stats["median"])
-    z_score = robust_z(metric["value"], stats["median"], stats["mad"])
-    extra = {"group_median": stats["median"], "deviation_from_median": deviation, "robust_z": z_score}
-    if deviation is None:
-        return [(VERDICT_PASS, "not compared: group median is not positive")], extra
-    versus = "%+.1f%% vs median %s (n=%d)" % (deviation * 100, format_metric(metric["name"], stats["median"]), len(peers))
-    if deviation < -settings.outlier_fraction:
-        return [(VERDICT_OUTLIER, "%s, limit -%.0f%%" % (versus, settings.outlier_fraction * 100))], extra
-    if z_score is not None and z_score < settings.robust_z_limit and deviation <= -settings.robust_z_min_deviation:
-        return [(VERDICT_OUTLIER, "%s, robust z %.1f < %.1f" % (versus, z_score, settings.robust_z_limit))], extra
-    return [(VERDICT_PASS, versus)], extra
+class _Group(NamedTuple):
+    """A peer group's statistics, described once per run."""
+
+    measured: int
+    median: float
+    mad: float
+    versus: str  # " vs median 200.0 MB/s (n=3)"
 
 
-def _unstable_finding(record: Mapping[str, Any], max_cv: float, notes: List[str]) -> Optional[Tuple[str, str]]:
-    samples = record.get("samples")
+def _plain_entry(host: str, record: Any, facts: Optional[RecordFacts], verdict: str, reason: str) -> Entry:
+    return _NEW_TUPLE(Entry, (host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None))
+
+
+def _sorted_findings(findings: List[Finding]) -> Tuple[Finding, ...]:
+    if len(findings) == 1:
+        return (findings[0],)
+    return tuple(sorted(findings, key=lambda item: _RANK[item[0]]))
+
+
+def _unstable(samples: Optional[Tuple[Optional[float], ...]], max_cv: float, notes: List[str]) -> Optional[Finding]:
     if samples is None:
         return None
-    figures = [_number(sample) for sample in samples] if isinstance(samples, list) else [None]
-    if any(figure is None for figure in figures):
-        notes.append("samples ignored: not a list of numbers")
+    if any(figure is None for figure in samples):
+        notes.append(NOTE_SAMPLES_IGNORED)
         return None
-    cv = coefficient_of_variation([figure for figure in figures if figure is not None])
+    cv = coefficient_of_variation([figure for figure in samples if figure is not None])
     if cv is None or cv <= max_cv:
         return None
-    return VERDICT_UNSTABLE, "repeats vary: coefficient of variation %.1f%% > %.1f%% (n=%d)" % (cv * 100, max_cv * 100, len(figures))
+    return VERDICT_UNSTABLE, "repeats vary: coefficient of variation %.1f%% > %.1f%% (n=%d)" % (cv * 100, max_cv * 100, len(samples))
 
 
-def judge_record(host: str, record: Mapping[str, Any], groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
-                 outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
-                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None,
-                 group_stats: Optional[Dict[Tuple[GroupKey, str], Dict[str, Any]]] = None) -> Dict[str, Any]:
-    """Verdict entry for one record against the peer groups built by ``peer_groups``, the
-    normalized ``rules`` (``validate_rules``) and a ``baseline_index``. ``group_stats`` is a cache
-    of each group's statistics shared across the records of one fleet (judge_fleet passes one), so
-    a group of n disks is described once, not n times."""
-    settings = settings if settings is not None else make_settings(outlier_fraction)
-    if record.get("error"):
-        return _entry(host, record, [(VERDICT_ERROR, str(record["error"]))])
-    metric = primary_metric(record)
-    if metric is None:
-        return _entry(host, record, [(VERDICT_NOT_MEASURED, "record has no throughput or IOPS figure")])
-    key = peer_group_key(record, settings.peer_group)
-    notes: List[str] = []
-    invalid, note = cache_bypass(record)
-    if note:
-        notes.append(note)
-    findings: List[Tuple[str, str]] = [(VERDICT_INVALID, invalid)] if invalid else []
-    findings.extend((VERDICT_SLOW, reason) for reason in rule_violations(host, record, rules))
-    extra: Dict[str, Any] = {"primary_metric": metric, "group": list(key), "notes": notes}
-    if baseline is not None:
-        found = baseline_value(record, baseline, metric["name"])
-        if found is None:
-            notes.append("no baseline for this disk and test")
-        else:
-            field, disk_id, value = found
-            change = relative_deviation(metric["value"], value)
-            extra.update(baseline_value=value, deviation_from_baseline=change)
-            if change is not None and change < -settings.regression_fraction:
-                findings.append((VERDICT_REGRESSED, "%+.1f%% vs baseline %s (%s %s), limit -%.0f%%" % (
-                    change * 100, format_metric(metric["name"], value), field, disk_id, settings.regression_fraction * 100)))
-    group = (key, metric["name"])
-    peers = groups.get(group, [])
-    stats = None
-    if group_stats is not None and len(peers) >= MIN_PEERS:
-        stats = group_stats.get(group)
+class _Judge:
+    """Judges records of one fleet: peer groups described once, keys built once per identity."""
+
+    def __init__(self, groups: Dict[Tuple[GroupKey, str], List[float]], settings: Settings, rules: Sequence[Mapping[str, Any]],
+                 baseline: Optional[Mapping[Tuple[str, str, str, str], float]]) -> None:
+        self.settings = settings
+        self.rules = rules
+        self.baseline = baseline
+        self.stats: Dict[Tuple[GroupKey, str], _Group] = {}
+        for group, values in groups.items():
+            if len(values) >= MIN_PEERS:
+                center = median(values)
+                self.stats[group] = _Group(len(values), center, median_absolute_deviation(values),
+                                           " vs median %s (n=%d)" % (format_metric(group[1], center), len(values)))
+        self.sizes = {group: len(values) for group, values in groups.items()}
+        self.key = _GroupKeys(settings.peer_group)
+
+    def judge(self, host: str, record: Any, facts: RecordFacts) -> Entry:
+        # Once per record (117,000 times for 10,000 hosts): locals and inline arithmetic.
+        error = facts.error
+        if error:
+            return _plain_entry(host, record, facts, VERDICT_ERROR, str(error))
+        name = facts.metric_name
+        if name is None:
+            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, REASON_NO_FIGURE)
+        value: float = facts.metric_value  # type: ignore[assignment]
+        settings = self.settings
+        key = self.key(facts)
+        notes: List[str] = [facts.note] if facts.note else []
+        findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
+        if self.rules:
+            findings.extend((VERDICT_SLOW, reason) for reason in _violations(host, facts, self.rules))
+        reference = change = None
+        if self.baseline is not None:
+            found = _baseline_value(facts, self.baseline, name)
+            if found is None:
+                notes.append("no baseline for this disk and test")
+            else:
+                field, disk_id, reference = found
+                change = relative_deviation(value, reference)
+                if change is not None and change < -settings.regression_fraction:
+                    findings.append((VERDICT_REGRESSED, "%+.1f%% vs baseline %s (%s %s), limit -%.0f%%" % (
+                        change * 100, format_metric(name, reference), field, disk_id, settings.regression_fraction * 100)))
+        # Against the peer group: relative_deviation and robust_z, inline.
+        stats = self.stats.get((key, name))
         if stats is None:
-            stats = group_stats[group] = describe(peers)
-    peer_findings, peer_extra = _peer_findings(metric, peers, settings, stats)
-    extra.update(peer_extra)
-    findings.extend(finding for finding in peer_findings if finding[0] != VERDICT_PASS)
-    unstable = _unstable_finding(record, settings.max_cv, notes)
-    if unstable is not None:
-        findings.append(unstable)
-    if not findings:
-        findings = peer_findings
-    return _entry(host, record, findings, **extra)
+            peer: Finding = (VERDICT_PASS, "not compared: %d measured in group (< %d)" % (self.sizes.get((key, name), 0), MIN_PEERS))
+            center = deviation = z_score = None
+        else:
+            center = stats.median
+            z_score = ROBUST_Z_SCALE * (value - center) / stats.mad if stats.mad > 0 else None
+            if center <= 0:
+                deviation = None
+                peer = (VERDICT_PASS, "not compared: group median is not positive")
+            else:
+                deviation = (value - center) / center
+                versus = "%+.1f%%%s" % (deviation * 100, stats.versus)
+                if deviation < -settings.outlier_fraction:
+                    peer = (VERDICT_OUTLIER, "%s, limit -%.0f%%" % (versus, settings.outlier_fraction * 100))
+                elif z_score is not None and z_score < settings.robust_z_limit and deviation <= -settings.robust_z_min_deviation:
+                    peer = (VERDICT_OUTLIER, "%s, robust z %.1f < %.1f" % (versus, z_score, settings.robust_z_limit))
+                else:
+                    peer = (VERDICT_PASS, versus)
+                if peer[0] != VERDICT_PASS:
+                    findings.append(peer)
+        if facts.samples is not None:
+            unstable = _unstable(facts.samples, settings.max_cv, notes)
+            if unstable is not None:
+                findings.append(unstable)
+        ordered = _sorted_findings(findings) if findings else (peer,)
+        return _NEW_TUPLE(Entry, (host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference, change))
 
 
 def _problem_reason(problem: Mapping[str, Any]) -> str:
@@ -802,14 +1061,30 @@ def _problem_reason(problem: Mapping[str, Any]) -> str:
     return "failed in task '%s': %s" % (problem.get("task") or "?", first_line)
 
 
+def _problem_entries(host: str, status: Mapping[str, Any], has_records: bool) -> List[Entry]:
+    problems = status.get("problems") or []
+    entries = [_plain_entry(host, None, None, VERDICT_NOT_MEASURED, _problem_reason(problem)) for problem in problems]
+    if not entries and not has_records:
+        entries.append(_plain_entry(host, None, None, VERDICT_NOT_MEASURED, "no diskproof_results record from this host"))
+    return entries
+
+
 def host_problem_entries(host: str, status: Mapping[str, Any], has_records: bool) -> List[Dict[str, Any]]:
     """``not_measured`` entries for a host: one per problem that left no record, or one when the
     host produced nothing at all."""
-    problems = status.get("problems") or []
-    entries = [_entry(host, None, [(VERDICT_NOT_MEASURED, _problem_reason(problem))]) for problem in problems]
-    if not entries and not has_records:
-        entries.append(_entry(host, None, [(VERDICT_NOT_MEASURED, "no diskproof_results record from this host")]))
-    return entries
+    return [entry_dict(entry) for entry in _problem_entries(host, status, has_records)]
+
+
+def _entry_sort_key(entry: Entry) -> Tuple[Any, ...]:
+    facts = entry.facts
+    deviation = entry.deviation_from_median
+    return (
+        _RANK[entry.verdict],
+        deviation if deviation is not None else 0.0,
+        entry.host,
+        (facts.target[0] if facts is not None else None) or "",
+        (facts.test if facts is not None else None) or "",
+    )
 
 
 def _sort_key(entry: Mapping[str, Any]) -> Tuple[Any, ...]:
@@ -828,6 +1103,74 @@ def sort_worst_first(entries: Sequence[Mapping[str, Any]]) -> List[Mapping[str, 
     return sorted(entries, key=_sort_key)
 
 
+RecordsWithFacts = Mapping[str, Sequence[Tuple[Any, RecordFacts]]]
+
+
+def _facts_of(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Dict[str, List[Tuple[Any, RecordFacts]]]:
+    return {host: [(record, record_facts(record)) for record in records] for host, records in records_by_host.items()}
+
+
+def _peer_values(facts_by_host: RecordsWithFacts, peer_group: str) -> Dict[Tuple[GroupKey, str], List[float]]:
+    groups: Dict[Tuple[GroupKey, str], List[float]] = {}
+    key_of = _GroupKeys(peer_group)
+    for records in facts_by_host.values():
+        for _record, facts in records:
+            metric = _measured_metric(facts)
+            if metric is None:
+                continue
+            key = key_of(facts)
+            values = groups.get((key, metric[0]))
+            if values is None:
+                values = groups[(key, metric[0])] = []
+            values.append(metric[1])
+    return groups
+
+
+def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
+                  rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None
+                  ) -> Tuple[List[Entry], List[Dict[str, Any]]]:
+    """(entries worst first, peer group rows) for ``{host: [(record, facts)]}``; see ``judge_fleet``."""
+    groups = _peer_values(facts_by_host, settings.peer_group)
+    judge = _Judge(groups, settings, rules, baseline)
+    entries: List[Entry] = []
+    for host in sorted(set(facts_by_host) | set(host_statuses)):
+        records = facts_by_host.get(host) or []
+        entries.extend([judge.judge(host, record, facts) for record, facts in records])
+        entries.extend(_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
+    entries.sort(key=_entry_sort_key)
+    return entries, _group_rows(groups)
+
+
+def _group_rows(groups: Mapping[Tuple[GroupKey, str], Sequence[float]]) -> List[Dict[str, Any]]:
+    rows = []
+    for (key, metric_name), values in sorted(groups.items()):
+        row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
+        row.update(describe(values))
+        row["judged"] = len(values) >= MIN_PEERS
+        rows.append(row)
+    return rows
+
+
+def peer_groups(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
+                peer_group: str = PEER_GROUP_IDENTITY) -> Dict[Tuple[GroupKey, str], List[float]]:
+    """Measured primary values per (peer group key, metric name).
+
+    The metric name is part of the key: IOPS and bytes per second never share a median.
+    """
+    return _peer_values(_facts_of(records_by_host), peer_group)
+
+
+def judge_record(host: str, record: Mapping[str, Any], groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
+                 outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
+                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None) -> Dict[str, Any]:
+    """Verdict entry for one record against the peer groups built by ``peer_groups``, the
+    normalized ``rules`` (``validate_rules``) and a ``baseline_index``. Judging a fleet one record
+    at a time describes every group again for each record: ``judge_fleet`` does it once."""
+    settings = settings if settings is not None else make_settings(outlier_fraction)
+    judge = _Judge({group: list(values) for group, values in groups.items()}, settings, rules, baseline)
+    return entry_dict(judge.judge(host, record, record_facts(record)))
+
+
 def judge_fleet(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
                 outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None) -> List[Dict[str, Any]]:
@@ -840,27 +1183,176 @@ def judge_fleet(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host
     ``baseline`` a ``baseline_index``.
     """
     settings = settings if settings is not None else make_settings(outlier_fraction)
-    groups = peer_groups(records_by_host, settings.peer_group)
-    group_stats: Dict[Tuple[GroupKey, str], Dict[str, Any]] = {}
-    entries = []
-    for host in sorted(set(records_by_host) | set(host_statuses)):
-        records = records_by_host.get(host) or []
-        entries.extend(judge_record(host, record, groups, settings=settings, rules=rules, baseline=baseline, group_stats=group_stats)
-                       for record in records)
-        entries.extend(host_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
-    return sort_worst_first(entries)
+    entries, _groups = judge_entries(_facts_of(records_by_host), host_statuses, settings, rules, baseline)
+    return [entry_dict(entry) for entry in entries]
 
 
 def group_statistics(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], peer_group: str = PEER_GROUP_IDENTITY) -> List[Dict[str, Any]]:
     """Per peer group: key, basis, metric, measured count, median, MAD, min and max of the primary metric."""
-    rows = []
-    for (key, metric_name), values in sorted(peer_groups(records_by_host, peer_group).items()):
-        row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
-        row.update(describe(values))
-        row["judged"] = len(values) >= MIN_PEERS
-        rows.append(row)
-    return rows
+    return _group_rows(peer_groups(records_by_host, peer_group))
 
+
+# ---------------------------------------------------------------------------------------------
+# entries as report.json spells them
+# ---------------------------------------------------------------------------------------------
+
+def entry_reason(entry: Entry) -> str:
+    """The reasons of the verdict, joined with '; '."""
+    findings = entry.findings
+    if len(findings) == 1:
+        return findings[0][1]
+    verdict = entry.verdict
+    return "; ".join(reason for finding, reason in findings if finding == verdict)
+
+
+def entry_target(entry: Entry) -> Tuple[Any, Any, Any, Any]:
+    """(target path, device, serial or WWN, test) of an entry; all None for a host problem."""
+    facts = entry.facts
+    if facts is None:
+        return None, None, None, None
+    disk_id = _disk_id(facts.serial, facts.wwn)
+    return facts.target[0], facts.target[1], disk_id[1] if disk_id is not None else None, facts.test
+
+
+def entry_fields(entry: Entry) -> Dict[str, Any]:
+    """The entry as in report.json ``results``, without its ``record``."""
+    path, device, serial, test = entry_target(entry)
+    facts = entry.facts
+    judged = entry.group is not None and facts is not None
+    return {
+        "host": entry.host,
+        "target_path": path,
+        "device": device,
+        "serial": serial,
+        "test": test,
+        "verdict": entry.verdict,
+        "reason": entry_reason(entry),
+        "reasons": [{"verdict": finding, "reason": reason} for finding, reason in entry.findings],
+        "notes": list(entry.notes),
+        "group": list(entry.group) if entry.group is not None else None,
+        "primary_metric": {"name": facts.metric_name, "value": facts.metric_value} if judged and facts is not None else None,
+        "group_median": entry.group_median,
+        "deviation_from_median": entry.deviation_from_median,
+        "robust_z": entry.robust_z,
+        "baseline_value": entry.baseline_value,
+        "deviation_from_baseline": entry.deviation_from_baseline,
+    }
+
+
+def entry_dict(entry: Entry) -> Dict[str, Any]:
+    """The entry as in report.json ``results``; ``record`` is the caller's record (or None)."""
+    fields = entry_fields(entry)
+    fields["record"] = entry.record
+    return fields
+
+
+# What json.dumps(value, sort_keys=True, separators=(",", ":")) writes, C encoder, for any value.
+_JSON_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_INFINITY = float("inf")
+
+
+def json_compact(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` (ASCII; the C encoder)."""
+    return _JSON_ENCODE(value)
+
+
+def _json_number(value: Any) -> str:
+    if value is None:
+        return "null"
+    if type(value) is float and value - value == 0.0:  # finite: NaN and infinities go through the encoder
+        return float.__repr__(value)
+    return _JSON_ENCODE(value)
+
+
+class EntryEncoder:
+    """An entry as one line of report.json without building its dict.
+
+    ``parts(entry)`` returns the text before and after the record: ``before + record JSON +
+    after`` is exactly ``json_compact(entry_dict(entry))`` when the record JSON is
+    ``json_compact(record)`` (tested). Strings and group keys seen once are encoded once.
+    """
+
+    def __init__(self) -> None:
+        self._strings: Dict[str, str] = {}
+        self._groups: Dict[Tuple[GroupKey, Any], str] = {}
+        self._targets: Dict[int, Tuple[Tuple[Any, ...], str, str]] = {}
+
+    def _text(self, value: Any) -> str:
+        if type(value) is not str:
+            return "null" if value is None else _JSON_ENCODE(value)
+        encoded = self._strings.get(value)
+        if encoded is None:
+            encoded = encode_basestring_ascii(value)
+            if len(self._strings) < 100000:
+                self._strings[value] = encoded
+        return encoded
+
+    def _target(self, target: Tuple[Any, ...]) -> Tuple[str, str]:
+        # record_facts shares one target tuple among the records of a disk model and path: the
+        # tuple is kept in the cache, so its id cannot be reused by another one.
+        cached = self._targets.get(id(target))
+        if cached is None or cached[0] is not target:
+            cached = (target, self._text(target[0]), self._text(target[1]))
+            if len(self._targets) < 10000:
+                self._targets[id(target)] = cached
+        return cached[1], cached[2]
+
+    def _group(self, group: GroupKey, center: Any) -> str:
+        # '"group":[...],"group_median":...', the same for every member of a group.
+        try:
+            encoded = self._groups.get((group, center))
+        except TypeError:
+            encoded = None
+        if encoded is None:
+            encoded = '"group":%s,"group_median":%s' % (_JSON_ENCODE(list(group)), _json_number(center))
+            if len(self._groups) < 10000:
+                self._groups[(group, center)] = encoded
+        return encoded
+
+    def parts(self, entry: Entry) -> Tuple[str, str]:
+        # Once per entry (117,000 times for 10,000 hosts): the usual cases inline.
+        host, _record, facts, verdict, findings, notes, group, center, deviation, z_score, reference, change = entry
+        text = self._text
+        if len(findings) == 1:
+            reason = encode_basestring_ascii(findings[0][1])
+            reasons = '[{"reason":%s,"verdict":"%s"}]' % (reason, verdict)
+        else:
+            reason = encode_basestring_ascii(entry_reason(entry))
+            reasons = "[%s]" % ",".join('{"reason":%s,"verdict":"%s"}' % (encode_basestring_ascii(why), finding) for finding, why in findings)
+        if facts is None:
+            path = device = serial = test = "null"
+            primary = "null"
+            group_text = '"group":null,"group_median":null'
+        else:
+            path, device = self._target(facts[1])
+            test = text(facts[0])
+            disk_id = facts[2]
+            if disk_id is None or disk_id == "":
+                disk_id = facts[3]
+            serial = "null" if disk_id is None or disk_id == "" else text(disk_id if type(disk_id) is str else str(disk_id))
+            if group is None:
+                primary = "null"
+                group_text = '"group":null,"group_median":%s' % _json_number(center)
+            else:
+                value = facts[6]
+                primary = '{"name":"%s","value":%s}' % (facts[5], float.__repr__(value) if type(value) is float and value - value == 0.0
+                                                        else _json_number(value))
+                group_text = self._group(group, center)
+        before = ('{"baseline_value":%s,"deviation_from_baseline":%s,"deviation_from_median":%s,"device":%s,%s,'
+                  '"host":%s,"notes":%s,"primary_metric":%s,"reason":%s,"reasons":%s,"record":') % (
+            "null" if reference is None else _json_number(reference), "null" if change is None else _json_number(change),
+            "null" if deviation is None else float.__repr__(deviation) if type(deviation) is float and deviation - deviation == 0.0
+            else _json_number(deviation), device, group_text, text(host), _JSON_ENCODE(list(notes)) if notes else "[]", primary, reason,
+            reasons)
+        after = ',"robust_z":%s,"serial":%s,"target_path":%s,"test":%s,"verdict":"%s"}' % (
+            "null" if z_score is None else float.__repr__(z_score) if type(z_score) is float and z_score - z_score == 0.0
+            else _json_number(z_score), serial, path, test, verdict)
+        return before, after
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+# ---------------------------------------------------------------------------------------------
 
 FAILING_FIELDS = ("host", "target_path", "device", "serial", "test", "verdict", "reason")
 
@@ -875,9 +1367,13 @@ def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] 
     for entry in entries:
         counts[entry["verdict"]] += 1
     failing = [{key: entry.get(key) for key in FAILING_FIELDS} for entry in sort_worst_first(entries) if entry["verdict"] in FAILING_VERDICTS]
+    return _summary(counts, len(entries), failing, input_errors)
+
+
+def _summary(counts: Dict[str, int], total: int, failing: List[Dict[str, Any]], input_errors: Sequence[str]) -> Dict[str, Any]:
     return {
         "counts": counts,
-        "total": len(entries),
+        "total": total,
         "failing": failing,
         "failing_hosts": sorted(set(row["host"] for row in failing)),
         "input_errors": list(input_errors),
@@ -885,7 +1381,20 @@ def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] 
     }
 
 
-def _hosts_section(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = ()) -> Dict[str, Any]:
+    """``summarize`` for compact entries already worst first (``judge_entries``)."""
+    counts = {verdict: 0 for verdict in VERDICTS}
+    failing = []
+    for entry in entries:
+        counts[entry.verdict] += 1
+        if entry.verdict in FAILING_VERDICTS:
+            path, device, serial, test = entry_target(entry)
+            failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
+                            "verdict": entry.verdict, "reason": entry_reason(entry)})
+    return _summary(counts, len(entries), failing, input_errors)
+
+
+def _hosts_section(records_by_host: Mapping[str, Sequence[Any]], host_statuses: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     hosts = {}
     for host in sorted(set(records_by_host) | set(host_statuses)):
         status = host_statuses.get(host) or {}
@@ -897,25 +1406,21 @@ def _hosts_section(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], h
     return hosts
 
 
-def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
-                 run_metadata: Mapping[str, Any], outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, *,
-                 settings: Optional[Settings] = None, acceptance: Any = None, rules_source: Optional[str] = None,
-                 rules_errors: Sequence[str] = (), baseline: Any = None, baseline_source: Optional[str] = None,
-                 baseline_errors: Sequence[str] = ()) -> Dict[str, Any]:
-    """The whole report: run metadata, rules, baseline, hosts, peer groups, every entry, summary.
+def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], run_metadata: Mapping[str, Any], *,
+                 settings: Settings, acceptance: Any = None, rules_source: Optional[str] = None, rules_errors: Sequence[str] = (),
+                 baseline: Any = None, baseline_source: Optional[str] = None, baseline_errors: Sequence[str] = ()
+                 ) -> Tuple[Dict[str, Any], List[Entry]]:
+    """The report with ``results`` left empty, and its entries worst first (see ``build_report``).
 
-    ``acceptance`` is the raw ``{rules: [...]}`` (RulesError when malformed), ``baseline`` a
-    previous report.json as a dict (BaselineError when it is not one). A caller that could not
-    load either passes what went wrong as ``rules_errors`` / ``baseline_errors``: the report
-    shows them and ``summary.passed`` is false. Inputs are not modified; entries refer to the
-    given record dicts (copy them first if the caller must keep them apart).
+    ``facts_by_host``: ``{host: [(record, facts)]}`` where ``record`` is whatever the caller wants
+    back in ``Entry.record`` and ``facts`` its ``record_facts``. For callers that write the
+    entries one by one (``EntryEncoder``) instead of holding a dict per entry.
     """
-    settings = settings if settings is not None else make_settings(outlier_fraction)
     rules = validate_rules(acceptance)
     index = baseline_index(baseline) if baseline is not None else None
-    entries = judge_fleet(records_by_host, host_statuses, settings=settings, rules=rules, baseline=index)
+    entries, groups = judge_entries(facts_by_host, host_statuses, settings, rules, index)
     baseline_run = _mapping(_mapping(baseline).get("run"))
-    return {
+    report = {
         "report_schema": REPORT_SCHEMA,
         "run": dict(run_metadata),
         "rules": {
@@ -939,8 +1444,62 @@ def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], hos
             "disks_tests": len(index) if index is not None else 0,
             "errors": list(baseline_errors),
         },
-        "hosts": _hosts_section(records_by_host, host_statuses),
-        "groups": group_statistics(records_by_host, settings.peer_group),
-        "results": entries,
-        "summary": summarize(entries, ["rules: " + error for error in rules_errors] + ["baseline: " + error for error in baseline_errors]),
+        "hosts": _hosts_section(facts_by_host, host_statuses),
+        "groups": groups,
+        "results": [],
+        "summary": summarize_entries(entries, ["rules: " + error for error in rules_errors] + ["baseline: " + error for error in baseline_errors]),
     }
+    return report, entries
+
+
+def report_json_frame(report: Mapping[str, Any]) -> Tuple[str, str]:
+    """(text before the first entry, text after the last) of report.json for ``report``.
+
+    The layout: one top-level key per line, sorted, compact; ``results`` one entry per line,
+    each line preceded by a newline (and the entries after the first by a comma)::
+
+        {"baseline":{...},
+        "groups":[...],
+        ...
+        "results":[
+        {...},
+        {...}
+        ],
+        "rules":{...},
+        ...}
+
+    Still one JSON document: ``json.load`` reads it as ``json.dump`` would have written it.
+    """
+    head: List[str] = []
+    tail: List[str] = []
+    keys = sorted(report)
+    if "results" not in keys:
+        raise ValueError("report without results")
+    for key in keys:
+        if key == "results":
+            continue
+        (head if key < "results" else tail).append("%s:%s" % (encode_basestring_ascii(key), _JSON_ENCODE(report[key])))
+    before = "{" + "".join(item + ",\n" for item in head) + '"results":['
+    after = "\n]" + "".join(",\n" + item for item in tail) + "}\n"
+    return before, after
+
+
+def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
+                 run_metadata: Mapping[str, Any], outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, *,
+                 settings: Optional[Settings] = None, acceptance: Any = None, rules_source: Optional[str] = None,
+                 rules_errors: Sequence[str] = (), baseline: Any = None, baseline_source: Optional[str] = None,
+                 baseline_errors: Sequence[str] = ()) -> Dict[str, Any]:
+    """The whole report: run metadata, rules, baseline, hosts, peer groups, every entry, summary.
+
+    ``acceptance`` is the raw ``{rules: [...]}`` (RulesError when malformed), ``baseline`` a
+    previous report.json as a dict (BaselineError when it is not one). A caller that could not
+    load either passes what went wrong as ``rules_errors`` / ``baseline_errors``: the report
+    shows them and ``summary.passed`` is false. Inputs are not modified; entries refer to the
+    given record dicts (copy them first if the caller must keep them apart).
+    """
+    settings = settings if settings is not None else make_settings(outlier_fraction)
+    report, entries = judge_report(_facts_of(records_by_host), host_statuses, run_metadata, settings=settings, acceptance=acceptance,
+                                   rules_source=rules_source, rules_errors=rules_errors, baseline=baseline, baseline_source=baseline_source,
+                                   baseline_errors=baseline_errors)
+    report["results"] = [entry_dict(entry) for entry in entries]
+    return report

@@ -14,12 +14,16 @@ The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI 
 - ``<failure type=verdict message=reason>`` for invalid, slow, regressed and outlier;
   ``<error type=verdict message=reason>`` for error and not_measured (nothing was measured, so
   nothing passed or failed); pass and unstable pass.
+
+``JunitWriter`` takes the entries one at a time (``add`` a report entry, or ``add_case`` its
+fields) and writes the file host by host: a fleet's junit.xml is never one string or one
+element tree. The text is what ElementTree wrote with two-space indentation, byte for byte.
 """
 from __future__ import annotations
 
+import io
 import re
-import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 FAILURE_VERDICTS = ("invalid", "slow", "regressed", "outlier")
 ERROR_VERDICTS = ("error", "not_measured")
@@ -27,6 +31,8 @@ PACKAGE = "diskproof.fleet"
 # XML 1.0 forbids most control characters; tool output sometimes carries them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 RUN_PROPERTIES = ("started", "finished", "controller_hostname", "ansible_version", "collection_version", "playbook", "inventory_size")
+HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
+_CHILD_TAGS = dict([(verdict, "failure") for verdict in FAILURE_VERDICTS] + [(verdict, "error") for verdict in ERROR_VERDICTS])
 
 
 def xml_text(value: Any) -> str:
@@ -34,19 +40,57 @@ def xml_text(value: Any) -> str:
     return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
 
 
+def _escape_text(text: str) -> str:
+    # As ElementTree escapes character data.
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _escape_attribute(text: str) -> str:
+    # As ElementTree escapes attribute values.
+    text = _escape_text(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
+
+
+def _attribute(value: Any) -> str:
+    return _escape_attribute(xml_text(value))
+
+
+def seconds_of(value: Any) -> float:
+    """A record's ``seconds`` as a testcase time: 0.0 unless a number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return 0.0
+    return float(value)
+
+
 def _seconds(entry: Mapping[str, Any]) -> float:
     record = entry.get("record")
-    seconds = record.get("seconds") if isinstance(record, Mapping) else None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-        return 0.0
-    return float(seconds)
+    return seconds_of(record.get("seconds") if isinstance(record, Mapping) else None)
+
+
+def case_name(test: Any, target_path: Any) -> str:
+    """``<test> <target path>``, or ``host problem`` when both are None."""
+    if test is None and target_path is None:
+        return "host problem"
+    return "%s %s" % (test or "-", target_path or "-")
 
 
 def testcase_name(entry: Mapping[str, Any]) -> str:
     """``<test> <target path>``, or ``host problem`` for an entry without a record."""
-    if entry.get("test") is None and entry.get("target_path") is None:
-        return "host problem"
-    return "%s %s" % (entry.get("test") or "-", entry.get("target_path") or "-")
+    return case_name(entry.get("test"), entry.get("target_path"))
 
 
 def _timestamp(run: Mapping[str, Any]) -> str:
@@ -55,66 +99,125 @@ def _timestamp(run: Mapping[str, Any]) -> str:
     return started[:19]
 
 
-def _suite(index: int, host: str, entries: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> ET.Element:
-    run = report.get("run") or {}
-    failures = sum(1 for entry in entries if entry["verdict"] in FAILURE_VERDICTS)
-    errors = sum(1 for entry in entries if entry["verdict"] in ERROR_VERDICTS)
-    suite = ET.Element("testsuite", {
-        "name": xml_text(host),
-        "package": xml_text(host),
-        "id": str(index),
-        "timestamp": _timestamp(run),
-        "hostname": xml_text(run.get("controller_hostname") or "localhost"),
-        "tests": str(len(entries)),
-        "failures": str(failures),
-        "errors": str(errors),
-        "skipped": "0",
-        "time": "%.3f" % sum(_seconds(entry) for entry in entries),
-    })
-    properties = ET.SubElement(suite, "properties")
-    host_info = (report.get("hosts") or {}).get(host) or {}
-    pairs = [("host_status", host_info.get("status"))] + [("run." + key, run.get(key)) for key in RUN_PROPERTIES if run.get(key) is not None]
-    for name, value in pairs:
-        ET.SubElement(properties, "property", {"name": name, "value": xml_text(value)})
-    out_lines: List[str] = []
-    for entry in entries:
-        case = ET.SubElement(suite, "testcase", {"name": xml_text(testcase_name(entry)), "classname": xml_text(host), "time": "%.3f" % _seconds(entry)})
-        verdict = entry["verdict"]
-        if verdict in FAILURE_VERDICTS or verdict in ERROR_VERDICTS:
-            child = ET.SubElement(case, "failure" if verdict in FAILURE_VERDICTS else "error",
-                                  {"type": verdict, "message": xml_text(entry.get("reason"))})
-            child.text = xml_text("\n".join("%s: %s" % (finding.get("verdict"), finding.get("reason")) for finding in entry.get("reasons") or []))
-        for finding in entry.get("reasons") or []:
-            if finding.get("verdict") == "unstable":
-                out_lines.append("%s: unstable: %s" % (testcase_name(entry), finding.get("reason")))
-        out_lines.extend("%s: note: %s" % (testcase_name(entry), note) for note in entry.get("notes") or [])
-    ET.SubElement(suite, "system-out").text = xml_text("\n".join(out_lines))
-    ET.SubElement(suite, "system-err").text = ""
-    return suite
+class _Suite:
+    """One host's testcases (already XML), counted as they come."""
+
+    __slots__ = ("cases", "failures", "errors", "time", "out")
+
+    def __init__(self) -> None:
+        self.cases: List[str] = []
+        self.failures = 0
+        self.errors = 0
+        self.time: float = 0
+        self.out: List[str] = []
+
+
+class JunitWriter:
+    """junit.xml for a report: ``add`` every entry (report order), then ``write``.
+
+    ``report`` gives ``run`` and ``hosts`` (every host gets a testsuite, in name order, even
+    without entries). Memory: one short string per testcase until ``write``.
+    """
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.run: Mapping[str, Any] = report.get("run") or {}
+        self.hosts: Mapping[str, Any] = report.get("hosts") or {}
+        self._suites: Dict[str, _Suite] = {host: _Suite() for host in self.hosts}
+        self._names: Dict[Tuple[Any, ...], str] = {}
+        self._attributes: Dict[str, str] = {}
+        self._classnames: Dict[str, str] = {}
+        self._run_properties: Optional[str] = None
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        """A report entry (``results`` item)."""
+        findings = [(finding.get("verdict"), finding.get("reason")) for finding in entry.get("reasons") or []]
+        self.add_case(entry["host"], entry.get("test"), entry.get("target_path"), _seconds(entry), entry["verdict"], entry.get("reason"),
+                      findings, entry.get("notes") or ())
+
+    def add_case(self, host: str, test: Any, target_path: Any, seconds: float, verdict: str, reason: Any,
+                 findings: Sequence[Tuple[Any, Any]], notes: Iterable[Any]) -> None:
+        """An entry given by its fields: ``findings`` are (verdict, reason) pairs, worst first."""
+        suite = self._suites.get(host)
+        if suite is None:
+            suite = self._suites[host] = _Suite()
+        classname = self._classnames.get(host)
+        if classname is None:
+            classname = self._classnames[host] = _attribute(host)
+        try:
+            # Types in the key: True == 1, but "True /d0" is not "1 /d0".
+            name_key: Optional[Tuple[Any, ...]] = (type(test), test, type(target_path), target_path)
+            name = self._names.get(name_key)  # type: ignore[arg-type]
+        except TypeError:  # unhashable values in a malformed entry
+            name_key, name = None, None
+        if name is None:
+            name = case_name(test, target_path)
+            if name_key is not None and len(self._names) < 10000:
+                self._names[name_key] = name
+        name_attribute = self._attributes.get(name)
+        if name_attribute is None:
+            name_attribute = _attribute(name)
+            if len(self._attributes) < 10000:
+                self._attributes[name] = name_attribute
+        suite.time += seconds
+        tag = _CHILD_TAGS.get(verdict) if isinstance(verdict, str) else None
+        if tag is None:
+            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f" />\n' % (name_attribute, classname, seconds))
+        else:
+            if tag == "failure":
+                suite.failures += 1
+            else:
+                suite.errors += 1
+            text = _escape_text(xml_text("\n".join("%s: %s" % (finding, why) for finding, why in findings)))
+            child = '<%s type="%s" message="%s"' % (tag, _attribute(verdict), _attribute(reason))
+            child += (">%s</%s>" % (text, tag)) if text else " />"
+            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f">\n      %s\n    </testcase>\n' % (
+                name_attribute, classname, seconds, child))
+        for finding, why in findings:
+            if finding == "unstable":
+                suite.out.append("%s: unstable: %s" % (name, why))
+        for note in notes:
+            suite.out.append("%s: note: %s" % (name, note))
+
+    def _properties(self, host: str) -> str:
+        if self._run_properties is None:
+            # The same for every testsuite: spelled once.
+            pairs = [("run." + key, self.run.get(key)) for key in RUN_PROPERTIES if self.run.get(key) is not None]
+            self._run_properties = "".join('      <property name="%s" value="%s" />\n' % (_attribute(name), _attribute(value))
+                                           for name, value in pairs)
+        host_info = self.hosts.get(host) or {}
+        return '      <property name="host_status" value="%s" />\n%s' % (_attribute(host_info.get("status")), self._run_properties)
+
+    def write(self, write: Callable[[str], Any]) -> None:
+        """The whole file, one testsuite at a time."""
+        write(HEADER)
+        hosts = sorted(self._suites)
+        if not hosts:
+            write("<testsuites />\n")
+            return
+        write("<testsuites>\n")
+        timestamp = _timestamp(self.run)
+        hostname = _attribute(self.run.get("controller_hostname") or "localhost")
+        for index, host in enumerate(hosts):
+            suite = self._suites[host]
+            name = _attribute(host)
+            write('  <testsuite name="%s" package="%s" id="%d" timestamp="%s" hostname="%s" tests="%d" failures="%d" errors="%d" '
+                  'skipped="0" time="%.3f">\n' % (name, name, index, _attribute(timestamp), hostname, len(suite.cases), suite.failures,
+                                                  suite.errors, suite.time))
+            write("    <properties>\n%s    </properties>\n" % self._properties(host))
+            write("".join(suite.cases))
+            out = _escape_text(xml_text("\n".join(suite.out)))
+            write("    <system-out>%s</system-out>\n" % out if out else "    <system-out />\n")
+            write("    <system-err />\n  </testsuite>\n")
+            # What is written is no longer needed.
+            suite.cases = []
+        write("</testsuites>\n")
 
 
 def render_junit(report: Mapping[str, Any]) -> str:
     """junit.xml text for a report: a testsuite per host (sorted), a testcase per entry (report order)."""
-    by_host: Dict[str, List[Mapping[str, Any]]] = {host: [] for host in sorted(report.get("hosts") or {})}
+    writer = JunitWriter(report)
     for entry in report.get("results") or []:
-        by_host.setdefault(entry["host"], []).append(entry)
-    root = ET.Element("testsuites")
-    for index, host in enumerate(sorted(by_host)):
-        root.append(_suite(index, host, by_host[host], report))
-    _indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def _indent(element: ET.Element, level: int = 0) -> None:
-    # ElementTree.indent is Python 3.9+; module_utils stays importable on 3.8.
-    padding = "\n" + "  " * level
-    children = list(element)
-    if children:
-        if not (element.text or "").strip():
-            element.text = padding + "  "
-        for child in children:
-            _indent(child, level + 1)
-            if not (child.tail or "").strip():
-                child.tail = padding + "  "
-        if not (children[-1].tail or "").strip():
-            children[-1].tail = padding
+        writer.add(entry)
+    buffer = io.StringIO()
+    writer.write(buffer.write)
+    return buffer.getvalue()

@@ -13,16 +13,24 @@ JavaScript, no external fonts, images, scripts or links. Every string taken from
 (host names, paths, reasons, run metadata) is escaped: they come from the inventory and from
 tool output.
 
+Fleet scale: a report of more than ``LISTING_LIMIT`` results lists only the results that are not
+``pass`` row by row; pass results are counted per test and peer group (``Listing``), and the
+pages say so and point at report.json / results.csv, which hold every result. ``write_markdown``
+and ``write_html`` write the page piece by piece through a ``write`` function; a caller that
+cannot hold every entry as a dict (the callback at fleet scale) passes the ``Listing`` itself
+(``summarised_listing``) with only the entries to list in ``report["results"]``.
+
 Units: the report holds bytes per second and operations per second; here they are shown as
 MB/s (10^6 B/s), MiB/s (2^20 B/s) and IOPS, always labelled.
 """
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 DEFAULT_OUTLIER_FRACTION = 0.15
 METRIC_IOPS = "iops"
@@ -59,6 +67,12 @@ _RUN_KEY_LABELS = {
 _METRIC_LABELS = {METRIC_BYTES_PER_S: "throughput", METRIC_IOPS: "IOPS"}
 _UNITS_NOTE = "MB/s = 10^6 bytes/s, MiB/s = 2^20 bytes/s, IOPS = operations/s."
 _DASH = "\u2014"
+# More results than this: the pages list the results that are not pass row by row and only count
+# the passes (per test and peer group). report.json and results.csv always hold every result.
+LISTING_LIMIT = 200
+# At most this many bars per chart when results are summarised (the worst, in report order).
+CHART_LIMIT = 200
+Write = Callable[[str], Any]
 
 # ---------------------------------------------------------------------------------------------
 # defensive accessors
@@ -91,6 +105,11 @@ def _text(value: Any) -> str:
     else:
         text = str(value)
     return " ".join(text.split())
+
+
+def test_text(value: Any) -> str:
+    """A test id as the pages show it (and as ``Listing.test_records`` is keyed)."""
+    return _text(value)
 
 
 def _esc(value: Any) -> str:
@@ -182,7 +201,7 @@ def _device_cell(entry: Mapping[str, Any]) -> str:
     return device
 
 
-def _counts(report: Mapping[str, Any]) -> List[Tuple[str, int]]:
+def _counts(report: Mapping[str, Any], listing: "Listing") -> List[Tuple[str, int]]:
     """(verdict, count) worst first: the summary's counts, else counted from the results."""
     counts: Dict[str, int] = {}
     summary_counts = _mapping(_mapping(report.get("summary")).get("counts"))
@@ -191,8 +210,10 @@ def _counts(report: Mapping[str, Any]) -> List[Tuple[str, int]]:
             number = _number(count)
             counts[_text(verdict)] = int(number) if number is not None else 0
     else:
-        for entry in _entries(report):
+        for entry in listing.entries:
             counts[_verdict(entry)] = counts.get(_verdict(entry), 0) + 1
+        if listing.pass_counts:
+            counts[VERDICT_PASS] = counts.get(VERDICT_PASS, 0) + listing.passes_not_listed
     order = _precedence(report)
     return sorted(counts.items(), key=lambda item: (_verdict_rank(item[0], order), item[0]))
 
@@ -220,33 +241,136 @@ def _overall(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> Tu
     return passed, sentence
 
 
-def _problem_entries(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+def _problem_entries(report: Mapping[str, Any], listing: "Listing") -> List[Mapping[str, Any]]:
     """Non-pass entries, worst first (results are already worst first; the sort is stable)."""
-    entries = [entry for entry in _entries(report) if _verdict(entry) != VERDICT_PASS]
-    if not entries and not _entries(report):
+    entries = [entry for entry in listing.entries if _verdict(entry) != VERDICT_PASS]
+    if not entries and not listing.total:
         entries = [entry for entry in _list(_mapping(report.get("summary")).get("failing")) if isinstance(entry, Mapping)]
     order = _precedence(report)
     return sorted(entries, key=lambda entry: _verdict_rank(_verdict(entry), order))
 
 
-def _tests(report: Mapping[str, Any]) -> List[str]:
-    """Test ids in the order they first appear in the groups, then in the results."""
+def _group_test(group: Mapping[str, Any]) -> str:
+    key = _list(group.get("key"))
+    return _text(group.get("test")) or (_text(key[0]) if key else "")
+
+
+def _tests(report: Mapping[str, Any], listing: "Listing") -> List[str]:
+    """Test ids in the order they first appear in the groups, then in the results (sorted)."""
     tests: List[str] = []
     for group in _groups(report):
-        key = _list(group.get("key"))
-        test = _text(group.get("test")) or (_text(key[0]) if key else "")
+        test = _group_test(group)
         if test and test not in tests:
             tests.append(test)
-    for entry in sorted(_entries(report), key=_test_of):
-        test = _test_of(entry)
-        if test and test not in tests:
-            tests.append(test)
+    others = set(_test_of(entry) for entry in listing.entries)
+    others.update(key[0] for key in listing.pass_counts)
+    others.update(listing.test_records)
+    tests.extend(sorted(test for test in others if test and test not in tests))
     return tests
 
 
-def _test_entries(report: Mapping[str, Any], test: str) -> List[Mapping[str, Any]]:
-    entries = [entry for entry in _entries(report) if _test_of(entry) == test]
+def _test_entries(listing: "Listing", test: str) -> List[Mapping[str, Any]]:
+    entries = [entry for entry in listing.entries if _test_of(entry) == test]
     return sorted(entries, key=lambda entry: (_text(entry.get("host")), _target_of(entry)))
+
+
+# ---------------------------------------------------------------------------------------------
+# what the pages list row by row, and what they only count
+# ---------------------------------------------------------------------------------------------
+
+PassKey = Tuple[str, Tuple[str, ...], str]
+
+
+class Listing(NamedTuple):
+    """The entries a page lists row by row, and the pass entries it only counts.
+
+    ``entries``: listed, in report order; ``total``: every entry of the report; ``summarised``:
+    pass entries are counted in ``pass_counts`` (``pass_key`` -> count) instead of listed (more
+    than ``LISTING_LIMIT`` results); ``test_records``: per test, the record its description is
+    taken from when the test's entries are not all listed (the first entry of the test in
+    report order that has a record).
+    """
+
+    entries: List[Mapping[str, Any]]
+    total: int
+    summarised: bool
+    pass_counts: Dict[PassKey, int]
+    test_records: Dict[str, Mapping[str, Any]]
+
+    @property
+    def passes_not_listed(self) -> int:
+        return sum(self.pass_counts.values())
+
+
+def pass_key(test: Any, group: Any, metric: Any) -> PassKey:
+    """How a pass entry that is not listed is counted: (test, group key, metric name), as text."""
+    return _text(test), tuple(_text(part) for part in _list(group)), _text(metric)
+
+
+def listing_of(report: Mapping[str, Any]) -> Listing:
+    """Every entry when the report has at most ``LISTING_LIMIT``; else the entries that are not
+    pass, with the pass entries counted by ``pass_key``."""
+    entries = _entries(report)
+    if len(entries) <= LISTING_LIMIT:
+        return Listing(entries, len(entries), False, {}, {})
+    listed: List[Mapping[str, Any]] = []
+    pass_counts: Dict[PassKey, int] = {}
+    test_records: Dict[str, Mapping[str, Any]] = {}
+    for entry in entries:
+        test = _test_of(entry)
+        record = entry.get("record")
+        if test and test not in test_records and isinstance(record, Mapping) and record:
+            test_records[test] = record
+        if _verdict(entry) == VERDICT_PASS:
+            key = pass_key(test, entry.get("group"), _mapping(entry.get("primary_metric")).get("name"))
+            pass_counts[key] = pass_counts.get(key, 0) + 1
+        else:
+            listed.append(entry)
+    return Listing(listed, len(entries), True, pass_counts, test_records)
+
+
+def summarised_listing(entries: Sequence[Mapping[str, Any]], total: int, pass_counts: Mapping[PassKey, int],
+                       test_records: Mapping[str, Mapping[str, Any]]) -> Listing:
+    """The ``listing_of`` a report whose entries the caller does not hold as dicts: ``entries``
+    are the entries that are not pass (report order), ``pass_counts`` the pass entries counted by
+    ``pass_key``, ``test_records`` each test's first record in report order. A report of at most
+    ``LISTING_LIMIT`` entries is listed whole: then ``entries`` must be all of them."""
+    if total <= LISTING_LIMIT:
+        return Listing(list(entries), total, False, {}, {})
+    return Listing(list(entries), total, True, dict(pass_counts), dict(test_records))
+
+
+def _summarised_sentence(listing: Listing) -> str:
+    return ("More than {limit:,} results: the {passes:,} pass results are counted per test and peer group, not listed one by one; "
+            "report.json and results.csv hold all {total:,} results.").format(limit=LISTING_LIMIT, passes=listing.passes_not_listed,
+                                                                              total=listing.total)
+
+
+def _test_counts(listing: Listing, test: str) -> Tuple[int, int]:
+    """(pass entries counted, entries listed) of a test."""
+    passes = sum(count for key, count in listing.pass_counts.items() if key[0] == test)
+    listed = sum(1 for entry in listing.entries if _test_of(entry) == test)
+    return passes, listed
+
+
+def _test_sentence(passes: int, listed: int) -> str:
+    return "{results:,} result{s}: {passes:,} pass (counted, not listed), {listed:,} listed under Needs attention.".format(
+        results=passes + listed, s="" if passes + listed == 1 else "s", passes=passes, listed=listed)
+
+
+_FLEET_GROUP_HEADERS = ["Group key", "Metric", "Count", "Pass", "Median", "MAD", "Min", "Max"]
+
+
+def _fleet_group_rows(report: Mapping[str, Any], listing: Listing, test: str) -> List[List[str]]:
+    """The test's peer groups with the number of pass results counted in each."""
+    rows = []
+    for group in _groups(report):
+        if _group_test(group) != test:
+            continue
+        row = _group_row(group)
+        passes = listing.pass_counts.get(pass_key(test, group.get("key"), group.get("metric")), 0)
+        rows.append(row[:3] + ["%d" % passes] + row[3:])
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,7 +508,7 @@ def _title(report: Mapping[str, Any]) -> str:
     return " \u2014 ".join(parts)
 
 
-def _subtitle(report: Mapping[str, Any]) -> str:
+def _subtitle(report: Mapping[str, Any], listing: Listing) -> str:
     """'validate.yml, 2026-11-22T01:08:38Z to 2026-11-22T01:09:32Z, 6 hosts, 18 results'."""
     run = _mapping(report.get("run"))
     parts = []
@@ -396,7 +520,7 @@ def _subtitle(report: Mapping[str, Any]) -> str:
     hosts = len(_mapping(report.get("hosts")))
     if hosts:
         parts.append("%d host%s" % (hosts, "" if hosts == 1 else "s"))
-    parts.append("%d result%s" % (len(_entries(report)), "" if len(_entries(report)) == 1 else "s"))
+    parts.append("%d result%s" % (listing.total, "" if listing.total == 1 else "s"))
     return ", ".join(parts)
 
 
@@ -404,8 +528,14 @@ def _test_description(entries: Sequence[Mapping[str, Any]]) -> str:
     """'fio 3.33, block 4 KiB, direct, iodepth 32' from the first record that has them."""
     for entry in entries:
         record = _mapping(entry.get("record"))
-        if not record:
-            continue
+        if record:
+            return _record_description(record)
+    return ""
+
+
+def _record_description(record: Mapping[str, Any]) -> str:
+    """'fio 3.33, block 4 KiB, direct, iodepth 32' from a record's tool and params."""
+    if record:
         params = _mapping(record.get("params"))
         parts = []
         tool = " ".join(part for part in (_text(record.get("tool")), _text(record.get("tool_version"))) if part)
@@ -452,67 +582,106 @@ def _md(value: Any) -> str:
     return _MD_UNDERSCORE.sub("\\_", text)
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
-    lines = ["| " + " | ".join(_md(header) for header in headers) + " |",
-             "|" + "|".join("---" for _header in headers) + "|"]
+def _md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Iterator[str]:
+    yield "| " + " | ".join(_md(header) for header in headers) + " |"
+    yield "|" + "|".join("---" for _header in headers) + "|"
     for row in rows:
-        lines.append("| " + " | ".join(_md(cell) if cell != "" else _DASH for cell in row) + " |")
-    return lines
+        yield "| " + " | ".join(_md(cell) if cell != "" else _DASH for cell in row) + " |"
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+class _Lines:
+    """Writes lines joined by newlines (the last line without one), as "\n".join(lines) would."""
+
+    def __init__(self, write: Write) -> None:
+        self._write = write
+        self._first = True
+
+    def add(self, *lines: str) -> None:
+        self.extend(lines)
+
+    def extend(self, lines: Iterable[str]) -> None:
+        write = self._write
+        for line in lines:
+            if self._first:
+                self._first = False
+                write(line)
+            else:
+                write("\n" + line)
+
+
+def render_markdown(report: Mapping[str, Any], listing: Optional[Listing] = None) -> str:
     """``report.md``: title, run metadata, summary, problems worst first, per-test tables, groups."""
-    report = _mapping(report)
-    counts = _counts(report)
-    passed, sentence = _overall(report, counts)
-    lines = ["# %s" % _md(_title(report)), ""]
+    buffer = io.StringIO()
+    write_markdown(report, buffer.write, listing)
+    return buffer.getvalue()
 
-    lines += ["## Run", ""]
+
+def write_markdown(report: Mapping[str, Any], write: Write, listing: Optional[Listing] = None) -> None:
+    """``render_markdown``, written piece by piece through ``write``; ``listing`` defaults to ``listing_of(report)``."""
+    report = _mapping(report)
+    listing = listing if listing is not None else listing_of(report)
+    counts = _counts(report, listing)
+    passed, sentence = _overall(report, counts)
+    out = _Lines(write)
+    out.add("# %s" % _md(_title(report)), "")
+
+    out.add("## Run", "")
     run_items = _run_items(report)
     if run_items:
-        lines += ["- **%s:** %s" % (_md(label), _md(value)) for label, value in run_items]
+        out.extend(["- **%s:** %s" % (_md(label), _md(value)) for label, value in run_items])
     else:
-        lines.append("No run metadata.")
-    lines.append("- **Outlier limit:** %.0f%% below the group median" % (_outlier_fraction(report) * 100))
-    lines.append("")
+        out.add("No run metadata.")
+    out.add("- **Outlier limit:** %.0f%% below the group median" % (_outlier_fraction(report) * 100))
+    out.add("")
 
-    lines += ["## Summary", "", "**%s** %s" % ("PASSED." if passed else "NOT PASSED.", _md(sentence)), ""]
+    out.add("## Summary", "", "**%s** %s" % ("PASSED." if passed else "NOT PASSED.", _md(sentence)), "")
     if counts:
-        lines += _md_table(["Verdict", "Count"], [[verdict, "%d" % count] for verdict, count in counts])
-        lines.append("")
+        out.extend(_md_table(["Verdict", "Count"], [[verdict, "%d" % count] for verdict, count in counts]))
+        out.add("")
     input_errors = _input_errors(report)
     if input_errors:
-        lines += ["Input errors:", ""] + ["- %s" % _md(error) for error in input_errors] + [""]
+        out.extend(["Input errors:", ""] + ["- %s" % _md(error) for error in input_errors] + [""])
+    if listing.summarised:
+        out.add(_md(_summarised_sentence(listing)), "")
 
-    problems = _problem_entries(report)
-    lines += ["## Needs attention (worst first)", ""]
+    problems = _problem_entries(report, listing)
+    out.add("## Needs attention (worst first)", "")
     if problems:
-        lines += _md_table(_PROBLEM_HEADERS, [_problem_row(entry) for entry in problems])
+        out.extend(_md_table(_PROBLEM_HEADERS, (_problem_row(entry) for entry in problems)))
     else:
-        lines.append("Nothing: every result passes." if _entries(report) else "No results.")
-    lines.append("")
+        out.add("Nothing: every result passes." if listing.total else "No results.")
+    out.add("")
 
-    lines += ["## Results by test", "", _md(_UNITS_NOTE) + " vs median: deviation from the group median.", ""]
-    tests = _tests(report)
+    out.add("## Results by test", "", _md(_UNITS_NOTE) + " vs median: deviation from the group median.", "")
+    tests = _tests(report, listing)
     for test in tests:
-        entries = _test_entries(report, test)
-        lines += ["### %s" % _md(test), ""]
+        out.add("### %s" % _md(test), "")
+        if listing.summarised:
+            description = _record_description(_mapping(listing.test_records.get(test)))
+            if description:
+                out.add(_md(description), "")
+            out.add(_md(_test_sentence(*_test_counts(listing, test))), "")
+            rows = _fleet_group_rows(report, listing, test)
+            if rows:
+                out.extend(_md_table(_FLEET_GROUP_HEADERS, rows))
+                out.add("")
+            continue
+        entries = _test_entries(listing, test)
         description = _test_description(entries)
         if description:
-            lines += [_md(description), ""]
-        lines += _md_table(_TEST_HEADERS, [_test_row(entry) for entry in entries])
-        lines.append("")
+            out.add(_md(description), "")
+        out.extend(_md_table(_TEST_HEADERS, (_test_row(entry) for entry in entries)))
+        out.add("")
     if not tests:
-        lines += ["No test results.", ""]
+        out.add("No test results.", "")
 
-    lines += ["## Peer groups", ""]
+    out.add("## Peer groups", "")
     groups = _groups(report)
     if groups:
-        lines += _md_table(_GROUP_HEADERS, [_group_row(group) for group in groups])
+        out.extend(_md_table(_GROUP_HEADERS, (_group_row(group) for group in groups)))
     else:
-        lines.append("No peer groups (nothing measured).")
-    lines.append("")
-    return "\n".join(lines)
+        out.add("No peer groups (nothing measured).")
+    out.add("")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -902,14 +1071,21 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px
 """
 
 
-def _html_table(headers: Sequence[str], rows: Sequence[Tuple[str, Sequence[str]]], caption: str = "",
+def _html_table(headers: Sequence[str], rows: Iterable[Tuple[str, Sequence[str]]], caption: str = "",
                 numeric: Sequence[int] = (), badge: Optional[int] = None, mono: Sequence[int] = ()) -> str:
     """rows: (row class, cells as plain text); cells are escaped here."""
+    return "".join(_html_table_parts(headers, rows, caption, numeric, badge, mono))
+
+
+def _html_table_parts(headers: Sequence[str], rows: Iterable[Tuple[str, Sequence[str]]], caption: str = "",
+                      numeric: Sequence[int] = (), badge: Optional[int] = None, mono: Sequence[int] = ()) -> Iterator[str]:
+    """``_html_table`` a row at a time."""
     out = ['<div class="tablewrap"><table>']
     if caption:
         out.append("<caption>%s</caption>" % _esc(caption))
     out.append("<thead><tr>%s</tr></thead><tbody>" % "".join(
         '<th scope="col"%s>%s</th>' % (' class="num"' if index in numeric else "", _esc(header)) for index, header in enumerate(headers)))
+    yield "".join(out)
     for row_class, cells in rows:
         tds = []
         for index, cell in enumerate(cells):
@@ -924,9 +1100,8 @@ def _html_table(headers: Sequence[str], rows: Sequence[Tuple[str, Sequence[str]]
             else:
                 content = _esc(cell) if cell != "" else _DASH
             tds.append("<td%s>%s</td>" % (attribute, content))
-        out.append('<tr class="%s">%s</tr>' % (_esc(row_class), "".join(tds)))
-    out.append("</tbody></table></div>")
-    return "".join(out)
+        yield '<tr class="%s">%s</tr>' % (_esc(row_class), "".join(tds))
+    yield "</tbody></table></div>"
 
 
 def _legend(fraction: float, prefix: str) -> str:
@@ -955,8 +1130,8 @@ def _legend(fraction: float, prefix: str) -> str:
     )
 
 
-def _summary_html(report: Mapping[str, Any]) -> str:
-    counts = _counts(report)
+def _summary_html(report: Mapping[str, Any], listing: Listing) -> str:
+    counts = _counts(report, listing)
     passed, sentence = _overall(report, counts)
     boxes = ['<div class="verdict-box %s"><strong>%s</strong>%s</div>' % (
         "passed" if passed else "failed", "PASSED" if passed else "NOT PASSED", _esc(sentence))]
@@ -968,101 +1143,151 @@ def _summary_html(report: Mapping[str, Any]) -> str:
     if input_errors:
         status += '<div class="input-errors"><strong>Input errors</strong><ul>%s</ul></div>' % "".join(
             "<li>%s</li>" % _esc(error) for error in input_errors)
+    if listing.summarised:
+        status += '<p class="sub">%s</p>' % _esc(_summarised_sentence(listing))
     return status
 
 
-def _hosts_rows(report: Mapping[str, Any]) -> List[Tuple[str, List[str]]]:
+def _hosts_rows(report: Mapping[str, Any], only_problems: bool = False) -> Tuple[List[Tuple[str, List[str]]], int]:
+    """(rows, hosts left out): with ``only_problems`` hosts with status ok and no problem are left out."""
     rows = []
+    left_out = 0
     for host, info in sorted(_mapping(report.get("hosts")).items(), key=lambda item: _text(item[0])):
         info = _mapping(info)
         status = _text(info.get("status")) or "ok"
+        if only_problems and status == "ok" and not _list(info.get("problems")):
+            left_out += 1
+            continue
         records = _number(info.get("records"))
         problems = "; ".join(_text(_mapping(problem).get("message")) or _text(problem) for problem in _list(info.get("problems")))
         rows.append(("" if status == "ok" else "bad", [_text(host), status, "%d" % records if records is not None else "", problems]))
-    return rows
+    return rows, left_out
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+def render_html(report: Mapping[str, Any], listing: Optional[Listing] = None) -> str:
     """``report.html``: one self-contained page (inline CSS and SVG, no script, no external resource)."""
+    buffer = io.StringIO()
+    write_html(report, buffer.write, listing)
+    return buffer.getvalue()
+
+
+def _charts(test: str, entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[str, Any]], fraction: float,
+            chart_number: int, note: str = "") -> Tuple[List[str], int]:
+    """The bar charts (one per metric) and the ZCAV chart of a test's entries; (figures, charts drawn so far)."""
+    parts: List[str] = []
+    metric_names: List[Optional[str]] = []
+    for entry in entries:
+        name, _value = _metric(entry)
+        if name is not None and name not in metric_names:
+            metric_names.append(name)
+    for position, name in enumerate(metric_names):
+        # Entries without a figure (error, not measured) are listed in the first chart only.
+        chart_entries = [entry for entry in entries
+                         if _metric(entry)[0] == name or (position == 0 and _metric(entry)[0] is None)]
+        if not any(_metric(entry)[1] is not None for entry in chart_entries):
+            continue
+        chart_number += 1
+        chart = _bar_chart("c%d" % chart_number, test, name, chart_entries, groups, fraction)
+        parts.append('<figure>%s<figcaption>%s%s per disk (%s). Bars from zero; dashed line: group median; '
+                     "shaded band: median \u00b1 %.0f%%. Flagged disks are hatched and labelled.</figcaption>%s</figure>" % (
+                         chart, _esc(note) + " " if note else "", _esc(_capitalize(_METRIC_LABELS.get(name or "", name or "figure"))),
+                         _esc(_axis_unit(name)[1]), fraction * 100, _legend(fraction, "c%d" % chart_number)))
+    if any(_zcav_points(entry) for entry in entries):
+        chart_number += 1
+        caption = _esc(note) + " " if note else ""
+        parts.append('<figure>%s<figcaption>%sZCAV: read throughput by position on the disk; each line one disk '
+                     "(colour, dash pattern and end label).</figcaption></figure>" % (_zcav_chart("c%d" % chart_number, test, entries), caption))
+    return parts, chart_number
+
+
+def _fleet_chart_note(entries: Sequence[Mapping[str, Any]]) -> Tuple[List[Mapping[str, Any]], str]:
+    """The listed entries a summarised test's charts draw (the worst ``CHART_LIMIT``), and a caption prefix."""
+    if len(entries) > CHART_LIMIT:
+        return list(entries[:CHART_LIMIT]), "Only results that are not pass: the {0:,} worst of {1:,}.".format(CHART_LIMIT, len(entries))
+    return list(entries), "Only results that are not pass."
+
+
+def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listing] = None) -> None:
+    """``render_html``, written piece by piece through ``write``; ``listing`` defaults to ``listing_of(report)``."""
     report = _mapping(report)
+    listing = listing if listing is not None else listing_of(report)
     fraction = _outlier_fraction(report)
     title = _title(report)
     groups = _groups(report)
-    body: List[str] = []
+    write('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+          '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+          "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n" % (_esc(title), _CSS))
 
     run_items = _run_items(report)
     meta = "".join("<div><dt>%s</dt><dd>%s</dd></div>" % (_esc(label), _esc(value)) for label, value in run_items)
     meta += "<div><dt>Outlier limit</dt><dd>%.0f%% below group median</dd></div>" % (fraction * 100)
-    body.append('<header class="top"><h1><span class="brand">diskproof</span> fleet disk report</h1>'
-                '<p class="sub">%s</p><dl class="meta">%s</dl></header>' % (_esc(_subtitle(report)), meta))
+    write('<header class="top"><h1><span class="brand">diskproof</span> fleet disk report</h1>'
+          '<p class="sub">%s</p><dl class="meta">%s</dl></header>' % (_esc(_subtitle(report, listing)), meta))
 
-    body.append('<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2>%s</section>' % _summary_html(report))
+    write('\n<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2>%s</section>' % _summary_html(report, listing))
 
-    problems = _problem_entries(report)
+    problems = _problem_entries(report, listing)
+    write('\n<section aria-labelledby="s-problems"><h2 id="s-problems">Needs attention</h2>')
     if problems:
-        rows = [(_verdict_class(_verdict(entry)), _problem_row(entry)) for entry in problems]
-        table = _html_table(_PROBLEM_HEADERS, rows, caption="Every result that is not a pass, worst first. " + _UNITS_NOTE,
-                            numeric=(5, 6), badge=0, mono=(3, 4))
+        rows = ((_verdict_class(_verdict(entry)), _problem_row(entry)) for entry in problems)
+        for part in _html_table_parts(_PROBLEM_HEADERS, rows, caption="Every result that is not a pass, worst first. " + _UNITS_NOTE,
+                                      numeric=(5, 6), badge=0, mono=(3, 4)):
+            write(part)
     else:
-        table = '<p class="empty">%s</p>' % ("Nothing: every result passes." if _entries(report) else "No results.")
-    body.append('<section aria-labelledby="s-problems"><h2 id="s-problems">Needs attention</h2>%s</section>' % table)
+        write('<p class="empty">%s</p>' % ("Nothing: every result passes." if listing.total else "No results."))
+    write("</section>")
 
-    tests = _tests(report)
-    sections = []
+    tests = _tests(report, listing)
+    write('\n<section aria-labelledby="s-tests"><h2 id="s-tests">Results by test</h2>')
     chart_number = 0
-    for test in tests:
-        entries = _test_entries(report, test)
-        parts = ['<h3 id="t-%d">%s</h3>' % (len(sections), _esc(test))]
-        description = _test_description(entries)
-        if description:
-            parts.append('<p class="sub">%s</p>' % _esc(description))
-        metric_names: List[Optional[str]] = []
-        for entry in entries:
-            name, _value = _metric(entry)
-            if name is not None and name not in metric_names:
-                metric_names.append(name)
-        for position, name in enumerate(metric_names):
-            # Entries without a figure (error, not measured) are listed in the first chart only.
-            chart_entries = [entry for entry in entries
-                             if _metric(entry)[0] == name or (position == 0 and _metric(entry)[0] is None)]
-            if not any(_metric(entry)[1] is not None for entry in chart_entries):
-                continue
-            chart_number += 1
-            chart = _bar_chart("c%d" % chart_number, test, name, chart_entries, groups, fraction)
-            parts.append('<figure>%s<figcaption>%s per disk (%s). Bars from zero; dashed line: group median; '
-                         "shaded band: median \u00b1 %.0f%%. Flagged disks are hatched and labelled.</figcaption>%s</figure>" % (
-                             chart, _esc(_capitalize(_METRIC_LABELS.get(name or "", name or "figure"))),
-                             _esc(_axis_unit(name)[1]), fraction * 100, _legend(fraction, "c%d" % chart_number)))
-        if any(_zcav_points(entry) for entry in entries):
-            chart_number += 1
-            parts.append('<figure>%s<figcaption>ZCAV: read throughput by position on the disk; each line one disk '
-                         "(colour, dash pattern and end label).</figcaption></figure>" % _zcav_chart("c%d" % chart_number, test, entries))
-        rows = [(_verdict_class(_verdict(entry)), _test_row(entry)) for entry in entries]
-        parts.append(_html_table(_TEST_HEADERS, rows, caption="%s: every disk. %s" % (test, _UNITS_NOTE),
-                                 numeric=(3, 4), badge=5, mono=(1, 2)))
-        sections.append('<section class="test" aria-labelledby="t-%d">%s</section>' % (len(sections), "".join(parts)))
-    if not sections:
-        sections.append('<p class="empty">No test results.</p>')
-    body.append('<section aria-labelledby="s-tests"><h2 id="s-tests">Results by test</h2>%s</section>' % "".join(sections))
+    for number, test in enumerate(tests):
+        parts = ['<h3 id="t-%d">%s</h3>' % (number, _esc(test))]
+        if listing.summarised:
+            description = _record_description(_mapping(listing.test_records.get(test)))
+            if description:
+                parts.append('<p class="sub">%s</p>' % _esc(description))
+            parts.append('<p class="sub">%s</p>' % _esc(_test_sentence(*_test_counts(listing, test))))
+            listed = [entry for entry in listing.entries if _test_of(entry) == test]
+            drawn, note = _fleet_chart_note(listed)
+            figures, chart_number = _charts(test, drawn, groups, fraction, chart_number, note)
+            parts.extend(figures)
+            rows = _fleet_group_rows(report, listing, test)
+            if rows:
+                parts.append(_html_table(_FLEET_GROUP_HEADERS, [("", row) for row in rows],
+                                         caption="%s: peer groups; Pass: pass results counted in the group, not listed." % test,
+                                         numeric=(2, 3, 4, 5, 6, 7)))
+        else:
+            entries = _test_entries(listing, test)
+            description = _test_description(entries)
+            if description:
+                parts.append('<p class="sub">%s</p>' % _esc(description))
+            figures, chart_number = _charts(test, entries, groups, fraction, chart_number)
+            parts.extend(figures)
+            rows = [(_verdict_class(_verdict(entry)), _test_row(entry)) for entry in entries]
+            parts.append(_html_table(_TEST_HEADERS, rows, caption="%s: every disk. %s" % (test, _UNITS_NOTE),
+                                     numeric=(3, 4), badge=5, mono=(1, 2)))
+        write('<section class="test" aria-labelledby="t-%d">%s</section>' % (number, "".join(parts)))
+    if not tests:
+        write('<p class="empty">No test results.</p>')
+    write("</section>")
 
     if groups:
-        rows = [("", _group_row(group)) for group in groups]
-        table = _html_table(_GROUP_HEADERS, rows, caption="Peer groups: disks judged against each other. MAD: median absolute deviation.",
-                            numeric=(2, 3, 4, 5, 6))
+        table = _html_table(_GROUP_HEADERS, [("", _group_row(group)) for group in groups],
+                            caption="Peer groups: disks judged against each other. MAD: median absolute deviation.", numeric=(2, 3, 4, 5, 6))
     else:
         table = '<p class="empty">No peer groups (nothing measured).</p>'
-    body.append('<section aria-labelledby="s-groups"><h2 id="s-groups">Peer groups</h2>%s</section>' % table)
+    write('\n<section aria-labelledby="s-groups"><h2 id="s-groups">Peer groups</h2>%s</section>' % table)
 
-    host_rows = _hosts_rows(report)
-    if host_rows:
-        body.append('<section aria-labelledby="s-hosts"><h2 id="s-hosts">Hosts</h2>%s</section>' % _html_table(
-            ["Host", "Status", "Records", "Problems"], host_rows, numeric=(2,)))
+    host_rows, left_out = _hosts_rows(report, only_problems=listing.summarised)
+    if host_rows or left_out:
+        write('\n<section aria-labelledby="s-hosts"><h2 id="s-hosts">Hosts</h2>')
+        if left_out:
+            write('<p class="sub">%s</p>' % _esc("{0:,} hosts with status ok and no problem are not listed.".format(left_out)))
+        if host_rows:
+            for part in _html_table_parts(["Host", "Status", "Records", "Problems"], host_rows, numeric=(2,)):
+                write(part)
+        write("</section>")
 
-    body.append("<footer>Generated by diskproof.fleet from report.json (report schema %s). %s</footer>" % (
+    write("\n<footer>Generated by diskproof.fleet from report.json (report schema %s). %s</footer>" % (
         _esc(report.get("report_schema")) or "?", _esc(_UNITS_NOTE)))
-
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n%s\n</main>\n</body>\n</html>\n"
-    ) % (_esc(title), _CSS, "\n".join(body))
+    write("\n</main>\n</body>\n</html>\n")

@@ -76,3 +76,20 @@ def test_healthy_fleet_is_600_entries(callback_scale, tmp_path, monkeypatch):
     # 3 targets x 4 tests per host, each once.
     assert len({(entry["host"], entry["target_path"], entry["test"]) for entry in report["results"]}) == HOSTS * RESULTS_PER_HOST
     assert {entry["test"] for entry in report["results"]} == {"dd_seq_write", "fio_rand_write", "dd_seq_read", "fio_rand_read"}
+
+
+def test_fleet_scale_files_agree(callback_scale, tmp_path, monkeypatch):
+    """Beyond 200 results the pages list only what is not pass; report.json and results.csv hold
+    every result, and report.md / report.html are still renderings of report.json."""
+    figures, report = _run(callback_scale, tmp_path / "report", monkeypatch)
+    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+
+    total = report["summary"]["total"]
+    assert total > _render.LISTING_LIMIT
+    markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert markdown == _render.render_markdown(report)
+    assert (tmp_path / "report" / "report.html").read_text(encoding="utf-8") == _render.render_html(report)
+    assert "report.json and results.csv hold all %d results." % total in markdown
+    csv_lines = (tmp_path / "report" / "results.csv").read_text(encoding="utf-8").splitlines()
+    assert len(csv_lines) == 1 + total
+    assert figures["files"]["report.json"] > figures["files"]["report.html"]

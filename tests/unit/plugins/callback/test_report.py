@@ -600,3 +600,81 @@ def test_a_host_failing_in_a_measuring_play_before_any_record_is_not_measured(pl
     assert sorted(verdicts) == ["n01", "n02"]
     assert verdicts["n01"][0] == "pass"
     assert verdicts["n02"] == ("not_measured", "failed in task 'Preflight': refused")
+
+
+# ---------------------------------------------------------------------------------------------
+# fleet scale: more than 200 results
+# ---------------------------------------------------------------------------------------------
+
+FLEET_TARGETS = 70
+SCALE_INVENTORY = {"all": {"children": {"fleet": {"hosts": {"n01": local_host(), "n02": local_host(), "n03": local_host()}}}}}
+
+
+def _scale_records(host):
+    # n03's first ten disks run at half speed: 10 outliers among 210 results.
+    return [seq_write("/srv/diskproof/d%03d" % index, "sd%03d" % index, (100e6 if host == "n03" and index < 10 else 200e6) + index * 1000.0)
+            for index in range(FLEET_TARGETS)]
+
+
+SCALE_PLAYBOOK = [{
+    "name": "Emit many records", "hosts": "fleet", "gather_facts": False,
+    "vars": {"records": {host: _scale_records(host) for host in ("n01", "n02", "n03")}},
+    "tasks": [{"name": "Sequential write", "ansible.legacy.emit_records": {"records": "{{ records[inventory_hostname] }}"}}],
+}]
+
+
+@pytest.fixture(scope="module")
+def scale_run(tmp_path_factory, make_playbook_runner):
+    workdir = tmp_path_factory.mktemp("scale")
+    report_dir = workdir / "out"
+    completed = make_playbook_runner(workdir).run(SCALE_INVENTORY, SCALE_PLAYBOOK, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed, report_dir
+
+
+def test_fleet_scale_console_lists_only_what_is_not_pass(scale_run):
+    completed, report_dir = scale_run
+    block = report_block(completed.stdout)
+    assert block[0] == "diskproof fleet report: 210 results, 3 hosts (MB/s = 10^6 B/s, MiB/s = 2^20 B/s)"
+    rows = block[3:-3]
+    assert len(rows) == 10 and all(row.startswith("n03 ") and " outlier " in row for row in rows)
+    assert block[-3:] == [
+        "200 pass results not listed (more than 200 results); report.json and results.csv hold all 210",
+        "verdicts: outlier 10, pass 200; acceptance FAILED",
+        "report: {0}/report.json (also {0}/results.csv, {0}/junit.xml, {0}/report.md, {0}/report.html)".format(report_dir),
+    ]
+
+
+def test_fleet_scale_files_hold_every_result(scale_run):
+    report_dir = scale_run[1]
+    text = (report_dir / "report.json").read_text()
+    report = json.loads(text)
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()), format_checker=jsonschema.FormatChecker()).validate(report)
+    assert report["summary"]["counts"]["pass"] == 200 and len(report["results"]) == 210
+    # One top-level key per line, one entry per line.
+    lines = text.splitlines()
+    assert lines[4] == '"results":[' and len(lines) == 8 + 210 + 1
+    assert all(json.loads(line.rstrip(","))["host"] for line in lines[5:215])
+    received = sorted(json.dumps(entry["record"], sort_keys=True) for entry in report["results"])
+    assert received == sorted(json.dumps(record, sort_keys=True) for host in ("n01", "n02", "n03") for record in _scale_records(host))
+    with open(report_dir / "results.csv", newline="", encoding="utf-8") as stream:
+        rows = list(csv.reader(stream))
+    assert rows[0] == CSV_HEADER and len(rows) == 211
+    assert [row[0] for row in rows[1:]] == [entry["host"] for entry in report["results"]]
+    junit_document = etree.parse(str(report_dir / "junit.xml"))
+    etree.XMLSchema(etree.parse(str(JUNIT_XSD))).assertValid(junit_document)
+    assert [suite.get("tests") for suite in junit_document.getroot().findall("testsuite")] == ["70", "70", "70"]
+    names = sorted(path.name for path in report_dir.iterdir())
+    assert names == ["junit.xml", "report.html", "report.json", "report.md", "results.csv"]
+
+
+def test_fleet_scale_pages_are_renderings_of_report_json(scale_run):
+    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+    report_dir = scale_run[1]
+    report = json.loads((report_dir / "report.json").read_text())
+    markdown = (report_dir / "report.md").read_text()
+    assert markdown == _render.render_markdown(report)
+    assert (report_dir / "report.html").read_text() == _render.render_html(report)
+    assert ("More than 200 results: the 200 pass results are counted per test and peer group, not listed one by one; "
+            "report.json and results.csv hold all 210 results.") in markdown
+    assert "n01" not in markdown and markdown.count("| outlier | n03 |") == 10

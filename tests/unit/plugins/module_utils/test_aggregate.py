@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -616,3 +617,99 @@ def test_build_report_with_rules_and_baseline():
 def test_make_settings_rejects(kwargs, message):
     with pytest.raises(ValueError, match=message):
         agg.make_settings(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# compact judging for fleets: record facts, entries, report.json spelled without dicts
+# ---------------------------------------------------------------------------------------------
+
+def _every_kind_of_entry():
+    """Records and statuses that give every verdict and every field shape an entry can have."""
+    unstable = disk(201e6, serial="ZC5")
+    unstable["samples"] = [150e6, 201e6, 250e6]
+    odd_samples = disk(202e6, serial="ZC6")
+    odd_samples["samples"] = "three runs"
+    quoted = disk(199e6, serial="ZC7", path='/srv/"d\\0" \u00e9', device="sd\tx")
+    by_wwn = disk(200e6, serial="")
+    by_wwn["target"]["wwn"] = "0x5000c500a1b2c3d4"
+    records_by_host = {
+        "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable],
+        "h2": [disk(205e6, serial="ZC3"), odd_samples, with_io(disk(198e6, serial="ZC4"), GIB, 0, GIB // 10)],
+        "db1": [latency_record(9000.0, 2.5e6), quoted, by_wwn, disk(None, serial="ZC8", error="dd: I/O error\nline 2")],
+        "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True)],
+    }
+    statuses = {host: OK for host in records_by_host}
+    statuses["h4"] = {"status": "unreachable", "problems": [{"task": "W", "status": "unreachable", "message": "refused"}]}
+    statuses["h5"] = OK
+    baseline = baseline_report(disk(240e6, serial="ZC1"), disk(200e6, serial="ZC3"))
+    return records_by_host, statuses, baseline
+
+
+def test_entry_encoder_spells_every_entry_exactly_as_json_dumps():
+    records_by_host, statuses, baseline = _every_kind_of_entry()
+    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+    _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
+    assert {entry.verdict for entry in entries} == set(agg.VERDICTS) - {"outlier"}
+    encoder = agg.EntryEncoder()
+    for entry in entries:
+        before, after = encoder.parts(entry)
+        record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
+        assert before + record_json + after == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
+
+
+def test_judge_report_is_build_report_without_the_dicts():
+    records_by_host, statuses, baseline = _every_kind_of_entry()
+    report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, acceptance=RULES, baseline=baseline, baseline_source="b")
+    shared: dict = {}
+    facts_by_host = {host: [(index, agg.record_facts(rec, shared)) for index, rec in enumerate(records)] for host, records in records_by_host.items()}
+    sections, entries = agg.judge_report(facts_by_host, statuses, {"playbook": "p"}, settings=agg.make_settings(), acceptance=RULES,
+                                         baseline=baseline, baseline_source="b")
+    assert sections["results"] == []
+    assert {key: value for key, value in sections.items() if key != "results"} == {key: value for key, value in report.items() if key != "results"}
+    assert [agg.entry_fields(entry) for entry in entries] == [{key: value for key, value in entry.items() if key != "record"} for entry in report["results"]]
+    # Entry.record is what the caller handed in: here the record's index in its host's list.
+    assert [records_by_host[entry.host][entry.record] if entry.facts is not None else None for entry in entries] == [
+        entry["record"] for entry in report["results"]]
+
+
+def test_report_json_frame_one_entry_per_line():
+    records_by_host, statuses, baseline = _every_kind_of_entry()
+    report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, baseline=baseline)
+    head, tail = agg.report_json_frame(report)
+    lines = [agg.json_compact(entry) for entry in report["results"]]
+    text = head + "".join(("\n" if index == 0 else ",\n") + line for index, line in enumerate(lines)) + tail
+    assert json.loads(text) == json.loads(json.dumps(report))
+    assert text.splitlines()[:5] == ['{"baseline":' + agg.json_compact(report["baseline"]) + ",", '"groups":' + agg.json_compact(report["groups"]) + ",",
+                                     '"hosts":' + agg.json_compact(report["hosts"]) + ",", '"report_schema":2,', '"results":[']
+    assert text.splitlines()[5:5 + len(lines)] == [line + "," for line in lines[:-1]] + [lines[-1]]
+    assert text.endswith("}\n") and text.isascii()
+    empty = agg.build_report({}, {}, {})
+    head, tail = agg.report_json_frame(empty)
+    assert json.loads(head + tail) == empty
+
+
+def test_record_facts_keep_nothing_of_the_record():
+    rec = disk(200e6, serial="ZC1")
+    rec["samples"] = [1.0, 2.0]
+    rec["target"]["firmware"] = ["odd", "list"]
+    rec["metrics"]["fsyncs_per_s"] = {"odd": 1}
+    facts = agg.record_facts(rec)
+    before = copy.deepcopy(facts)
+    rec["target"]["firmware"].append("changed")
+    rec["metrics"]["fsyncs_per_s"]["odd"] = 2
+    rec["samples"].append(3.0)
+    rec["target"]["serial"] = "other"
+    assert facts == before
+    assert facts.samples == (1.0, 2.0) and facts.target[3] == ["odd", "list"]
+
+
+def test_shared_facts_keep_true_and_1_apart():
+    shared: dict = {}
+    records_by_host = {"h1": [disk(200e6, model=None, rotational=True)], "h2": [disk(200e6, model=None, rotational=1)],
+                       "h3": [disk(200e6, model=None, rotational=True)]}
+    facts_by_host = {host: [(rec, agg.record_facts(rec, shared)) for rec in records] for host, records in records_by_host.items()}
+    assert facts_by_host["h1"][0][1].target is facts_by_host["h3"][0][1].target
+    assert facts_by_host["h2"][0][1].target[5] == 1 and facts_by_host["h2"][0][1].target[5] is not True
+    _sections, entries = agg.judge_report(facts_by_host, {}, {}, settings=agg.make_settings())
+    assert {entry.host: entry.group for entry in entries} == {
+        "h1": ("dd_seq_write", "rotational=true"), "h2": ("dd_seq_write", "rotational=1"), "h3": ("dd_seq_write", "rotational=true")}

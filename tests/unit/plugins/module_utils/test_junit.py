@@ -98,3 +98,90 @@ def test_characters_xml_cannot_carry_are_replaced():
 def test_empty_report_is_valid():
     root = parse(junit.render_junit({"run": {}, "hosts": {}, "results": []}))
     assert root.tag == "testsuites" and len(root) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# streamed: the text ElementTree wrote, byte for byte
+# ---------------------------------------------------------------------------------------------
+
+def _element_tree_junit(rep):
+    """The former renderer (one ElementTree for the whole file), kept as the reference."""
+    import xml.etree.ElementTree as ET
+
+    def indent(element, level=0):
+        padding = "\n" + "  " * level
+        children = list(element)
+        if children:
+            if not (element.text or "").strip():
+                element.text = padding + "  "
+            for child in children:
+                indent(child, level + 1)
+                if not (child.tail or "").strip():
+                    child.tail = padding + "  "
+            if not (children[-1].tail or "").strip():
+                children[-1].tail = padding
+
+    by_host = {host: [] for host in sorted(rep.get("hosts") or {})}
+    for item in rep.get("results") or []:
+        by_host.setdefault(item["host"], []).append(item)
+    root = ET.Element("testsuites")
+    run = rep.get("run") or {}
+    for index, host in enumerate(sorted(by_host)):
+        items = by_host[host]
+        suite = ET.SubElement(root, "testsuite", {
+            "name": junit.xml_text(host), "package": junit.xml_text(host), "id": str(index), "timestamp": junit._timestamp(run),
+            "hostname": junit.xml_text(run.get("controller_hostname") or "localhost"), "tests": str(len(items)),
+            "failures": str(sum(1 for item in items if item["verdict"] in junit.FAILURE_VERDICTS)),
+            "errors": str(sum(1 for item in items if item["verdict"] in junit.ERROR_VERDICTS)), "skipped": "0",
+            "time": "%.3f" % sum(junit._seconds(item) for item in items)})
+        properties = ET.SubElement(suite, "properties")
+        pairs = [("host_status", ((rep.get("hosts") or {}).get(host) or {}).get("status"))]
+        pairs += [("run." + key, run.get(key)) for key in junit.RUN_PROPERTIES if run.get(key) is not None]
+        for name, value in pairs:
+            ET.SubElement(properties, "property", {"name": name, "value": junit.xml_text(value)})
+        out = []
+        for item in items:
+            name = junit.testcase_name(item)
+            case = ET.SubElement(suite, "testcase", {"name": junit.xml_text(name), "classname": junit.xml_text(host), "time": "%.3f" % junit._seconds(item)})
+            if item["verdict"] in junit.FAILURE_VERDICTS + junit.ERROR_VERDICTS:
+                child = ET.SubElement(case, "failure" if item["verdict"] in junit.FAILURE_VERDICTS else "error",
+                                      {"type": item["verdict"], "message": junit.xml_text(item.get("reason"))})
+                child.text = junit.xml_text("\n".join("%s: %s" % (f.get("verdict"), f.get("reason")) for f in item.get("reasons") or []))
+            out += ["%s: unstable: %s" % (name, f.get("reason")) for f in item.get("reasons") or [] if f.get("verdict") == "unstable"]
+            out += ["%s: note: %s" % (name, note) for note in item.get("notes") or []]
+        ET.SubElement(suite, "system-out").text = junit.xml_text("\n".join(out))
+        ET.SubElement(suite, "system-err").text = ""
+    indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _varied_report():
+    findings = [{"verdict": "slow", "reason": "rule 1: <too> slow & \"odd\""}, {"verdict": "unstable", "reason": "repeats\tvary\r\n"}]
+    return report(
+        entry("b", "pass", seconds=2.5), entry("a", "pass"), entry("b", "outlier", seconds=1.0, reason="far\nbelow"),
+        entry("b", "slow", reason="rule 1: <too> slow & \"odd\"", reasons=findings, notes=["no device counters", "x < y"]),
+        entry("c<&>", "not_measured", reason="unreachable: \x1b[0m", test=None, path=None),
+        entry("a", "error", reason="", reasons=[]), entry("a", "unstable", reasons=[{"verdict": "unstable", "reason": "cv 9%"}]),
+        hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c<&>": {"status": "unreachable"}, "d": {"status": "ok"}})
+
+
+def test_streamed_text_is_what_element_tree_wrote():
+    for rep in (_varied_report(), report(entry("h1", "pass")), {"run": {}, "hosts": {}, "results": []},
+                {"run": {"started": "2026-11-22T00:00:00Z", "playbook": "p\"b", "inventory_size": 4}, "hosts": {"x": {}}, "results": []}):
+        text = junit.render_junit(rep)
+        assert text == _element_tree_junit(rep)
+        parse(text)
+
+
+def test_writer_add_case_is_add_of_the_entry():
+    rep = _varied_report()
+    by_entry, by_fields = junit.JunitWriter(rep), junit.JunitWriter(rep)
+    for item in rep["results"]:
+        by_entry.add(item)
+        by_fields.add_case(item["host"], item.get("test"), item.get("target_path"), junit._seconds(item), item["verdict"], item.get("reason"),
+                           [(f["verdict"], f["reason"]) for f in item["reasons"]], item["notes"])
+    chunks_entry, chunks_fields = [], []
+    by_entry.write(chunks_entry.append)
+    by_fields.write(chunks_fields.append)
+    # Written a testsuite at a time, never one string.
+    assert len(chunks_entry) > 4 and "".join(chunks_entry) == "".join(chunks_fields) == junit.render_junit(rep)

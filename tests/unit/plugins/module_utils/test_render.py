@@ -457,3 +457,127 @@ def test_passed_summary_and_all_pass():
     assert '<div class="verdict-box passed"><strong>PASSED</strong>All 3 results pass.</div>' in page
     assert ">median 1,001 IOPS</text>" in page
     assert 'class="bar warn"' not in page and 'class="bar ok"' in page
+
+
+# ---------------------------------------------------------------------------------------------
+# fleet scale: more than LISTING_LIMIT results list only what is not pass
+# ---------------------------------------------------------------------------------------------
+
+def _aggregate_module():
+    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_fleet", _ROOT / "plugins" / "module_utils" / "_aggregate.py")
+    aggregate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(aggregate)
+    return aggregate
+
+
+def _fleet_record(test, path, rate):
+    iops = test.startswith("fio")
+    return {
+        "schema": 1, "test": test, "tool": "fio" if iops else "dd", "tool_version": "3.33" if iops else "9.1",
+        "target": {"path": path, "device": "sdb", "model": "MZ7LH960", "firmware": "F1", "size_bytes": 960197124096, "rotational": False},
+        "params": {"block_size": 4096 if iops else 1048576, "direct": True},
+        "metrics": {"read_bytes_per_s": rate * 4096 if iops else None, "write_bytes_per_s": None if iops else rate,
+                    "read_iops": rate if iops else None, "write_iops": None},
+        "bytes": None, "seconds": 10.0, "error": None,
+    }
+
+
+def _fleet_report(hosts, slow=("n007",), unreachable=()):
+    """4 results per host (2 tests x 2 targets); the slow hosts run at half speed; unreachable hosts add one row each."""
+    aggregate = _aggregate_module()
+    records_by_host = {}
+    for index in range(hosts):
+        host = "n%03d" % index
+        factor = 0.5 if host in slow else 1.0 + (index % 7) / 1000.0
+        records_by_host[host] = [_fleet_record(test, path, base * factor) for test, base in (("dd_seq_write", 400e6), ("fio_rand_read", 90000.0))
+                                 for path in ("/srv/d0", "/srv/d1")]
+    statuses = {host: {"status": "ok", "problems": []} for host in records_by_host}
+    for host in unreachable:
+        statuses[host] = {"status": "unreachable", "problems": [{"task": "discover", "status": "unreachable", "message": "ssh: timed out"}]}
+    report = aggregate.build_report(records_by_host, statuses, {"playbook": "validate.yml", "started": "2026-11-22T00:00:00Z"})
+    return json.loads(json.dumps(report))
+
+
+def test_every_result_is_listed_up_to_the_limit():
+    report = _fleet_report(50)
+    assert len(report["results"]) == render.LISTING_LIMIT == 200
+    markdown = render.render_markdown(report)
+    assert "More than 200 results" not in markdown and "counted, not listed" not in markdown
+    rows = md_table(markdown, "### dd_seq_write")[1:]
+    assert len(rows) == 100 and {row[0] for row in rows} == {"n%03d" % index for index in range(50)}
+    page = render.render_html(report)
+    parsed = parse(page)
+    assert "not listed" not in page
+    hosts_table = parsed.tables[-1]
+    assert hosts_table[0] == ["Host", "Status", "Records", "Problems"] and len(hosts_table) == 1 + 50
+
+
+def test_beyond_the_limit_passes_are_counted_not_listed():
+    report = _fleet_report(50, unreachable=("zz-down",))
+    assert len(report["results"]) == 201
+    counts = report["summary"]["counts"]
+    assert (counts["pass"], counts["outlier"], counts["not_measured"]) == (196, 4, 1)
+    markdown = render.render_markdown(report)
+    assert ("More than 200 results: the 196 pass results are counted per test and peer group, not listed one by one; "
+            "report.json and results.csv hold all 201 results.") in markdown
+    problems = md_table(markdown, "## Needs attention (worst first)")[1:]
+    assert [(row[0], row[1]) for row in problems] == [("not_measured", "zz-down")] + [("outlier", "n007")] * 4
+    # No pass row anywhere: only the problem hosts are named.
+    assert "n008" not in markdown and "n000" not in markdown
+    assert "100 results: 98 pass (counted, not listed), 2 listed under Needs attention." in markdown
+    groups = md_table(markdown, "### dd_seq_write")
+    assert groups[0] == ["Group key", "Metric", "Count", "Pass", "Median", "MAD", "Min", "Max"]
+    assert groups[1][:4] == ["dd_seq_write / model=MZ7LH960 / firmware=F1 / size_bytes=960197124096", "throughput", "100", "98"]
+    assert "dd 9.1, block 1 MiB, O_DIRECT" in markdown
+
+    page = render.render_html(report)
+    parsed = parse(page)
+    assert_self_contained(page)
+    assert "More than 200 results: the 196 pass results are counted" in page
+    assert "50 hosts with status ok and no problem are not listed." in page
+    assert parsed.tables[-1][1:] == [["zz-down", "unreachable", "0", "ssh: timed out"]]
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
+    assert len(charts) == 2 and all('class="bar ok"' not in chart and chart.count('class="bar warn"') == 2 for chart in charts)
+    assert "Only results that are not pass. Throughput per disk" in page
+
+
+def test_summarised_listing_renders_the_same_pages_as_the_full_report():
+    """What the callback does at fleet scale: the pages from the entries that are not pass, the
+    pass entries counted by pass_key and each test's first record, without a dict per pass entry."""
+    report = _fleet_report(60, slow=("n003", "n031"), unreachable=("zz-down",))
+    listed = [entry for entry in report["results"] if entry["verdict"] != "pass"]
+    pass_counts, test_records = {}, {}
+    for entry in report["results"]:
+        if entry["record"] is not None:
+            test_records.setdefault(entry["test"], entry["record"])
+        if entry["verdict"] == "pass":
+            key = render.pass_key(entry["test"], entry["group"], entry["primary_metric"]["name"])
+            pass_counts[key] = pass_counts.get(key, 0) + 1
+    listing = render.summarised_listing(listed, len(report["results"]), pass_counts, test_records)
+    assert listing == render.listing_of(report)
+    view = dict(report, results=listed)
+    assert render.render_markdown(view, listing) == render.render_markdown(report)
+    assert render.render_html(view, listing) == render.render_html(report)
+    chunks = []
+    render.write_html(view, chunks.append, listing)
+    assert len(chunks) > 10 and "".join(chunks) == render.render_html(report)
+    # A small report is listed whole, whatever the caller counted.
+    small = _fleet_report(3)
+    assert render.summarised_listing(small["results"], len(small["results"]), {("x", (), "y"): 1}, {}) == render.listing_of(small)
+
+
+def test_charts_draw_the_worst_chart_limit_results():
+    slow = tuple("n%03d" % index for index in range(0, 120, 2))
+    report = _fleet_report(120, slow=slow)
+    page = render.render_html(report)
+    # 60 slow hosts x 2 targets = 120 outliers per test and metric, all drawn; then over the limit.
+    assert page.count("Only results that are not pass. ") == 2
+    render_module_limit = render.CHART_LIMIT
+    try:
+        render.CHART_LIMIT = 50
+        page = render.render_html(report)
+    finally:
+        render.CHART_LIMIT = render_module_limit
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
+    assert [chart.count('class="bar warn"') for chart in charts] == [50, 50]
+    assert page.count("Only results that are not pass: the 50 worst of 120. ") == 2
