@@ -93,6 +93,12 @@ package: deps
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.quiesce >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.controller_run >/dev/null
 	@echo "package: built, installed and documented: $$(ls .cache/package/*.tar.gz)"
+	# The AWX execution environment: ansible-builder writes its build context (no container engine).
+	rm -rf .cache/ee
+	ansible-builder create -f execution-environment.yml --context .cache/ee --output-filename Containerfile
+	grep -q 'ansible-galaxy collection install' .cache/ee/Containerfile
+	test -f .cache/ee/_build/collections/diskproof-fleet-$$(awk '/^version:/ {print $$2}' galaxy.yml).tar.gz
+	@echo "package: execution environment build context in .cache/ee"
 
 molecule: deps
 	molecule test --all
