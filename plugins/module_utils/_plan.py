@@ -20,9 +20,21 @@ Sizing rules:
   with EINVAL); not being a multiple of its physical block size is a warning.
 - The filesystem keeps max(5 %, 1 GiB) free after the test file and the largest extra file set
   (sysbench, bonnie++) are written; otherwise the plan is refused before anything is written.
+
+Raw block-device targets (``kind="raw"``, granted ``raw_read`` or ``raw_write`` by the discover
+role) are tested on the device node itself, never through a test file, and nothing is created:
+
+- every size is min(the test-file size, the device size rounded down to the job's block size), so
+  dd ``count``/``skip``, fio ``size=`` (and its offsets) and ioping ``-S`` stay inside the device;
+  the ZCAV sweep spans the whole device (outer to inner tracks on a platter);
+- ``raw_read`` runs only the read tests; ``raw_write`` also the direct and fio write tests; tests
+  that need a filesystem (a buffered test file, files of their own) are skipped with a reason. A
+  write test asked for explicitly on a ``raw_read`` target is refused, naming the interlock;
+- reads need no prior write (the device holds data), so ``dd_seq_write`` is not added for them.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import posixpath
 import re
@@ -61,32 +73,36 @@ class CatalogEntry:
     uses_test_file: bool    # reads or overwrites the run's test file (so dd_seq_write must run first)
     buffered: bool          # goes through the page cache: sized from the cache basis, runs in the fence
     extra_files: str = ""   # "" | "sysbench" | "sysbench_fsync" | "bonnie": files of its own
+    raw: str = ""           # on a raw device: "read" (raw_read), "write" (raw_write only), "" (needs a filesystem)
 
 
 CATALOG: Dict[str, CatalogEntry] = {
     "dd_seq_write": CatalogEntry("dd", "sequential write, 1 MiB blocks, conv=fdatasync, 2 x RAM: the figure vendors accept",
                                  True, True),
-    "dd_seq_write_direct": CatalogEntry("dd", "sequential write, 1 MiB blocks, oflag=direct (no page cache)", True, False),
+    "dd_seq_write_direct": CatalogEntry("dd", "sequential write, 1 MiB blocks, oflag=direct (no page cache)", True, False,
+                                        raw="write"),
     "dd_block_sweep": CatalogEntry("dd", "writes of 4 KiB, 100 KiB, 1 MiB and 10 MiB blocks with conv=fdatasync", True, True),
-    "dd_seq_read": CatalogEntry("dd", "sequential read of the test file, 1 MiB blocks, iflag=direct, caches dropped",
-                                True, False),
-    "zcav_sweep": CatalogEntry("dd", "read rate at evenly spaced offsets of the test file (a curve)", True, False),
+    "dd_seq_read": CatalogEntry("dd", "sequential read of the test file (or raw device), 1 MiB blocks, iflag=direct, "
+                                "caches dropped", True, False, raw="read"),
+    "zcav_sweep": CatalogEntry("dd", "read rate at evenly spaced offsets of the test file or the whole raw device (a curve)",
+                               True, False, raw="read"),
     "bonnie": CatalogEntry("bonnie++", "bonnie++ -f -n 0: block write, rewrite, read, seeks over 2 x RAM of files",
                            False, True, "bonnie"),
-    "fio_seq_write": CatalogEntry("fio", "sequential write, 1 MiB blocks, QD8, direct", True, False),
-    "fio_seq_read": CatalogEntry("fio", "sequential read, 1 MiB blocks, QD8, direct", True, False),
-    "fio_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct", True, False),
-    "fio_rand_read_qd1": CatalogEntry("fio", "random read, 4 KiB, QD1, direct", True, False),
-    "fio_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct", True, False),
-    "fio_rand_write_qd1": CatalogEntry("fio", "random write, 4 KiB, QD1, direct", True, False),
-    "fio_mixed_70_30": CatalogEntry("fio", "random 70 % read / 30 % write, 4 KiB, QD32, direct", True, False),
+    "fio_seq_write": CatalogEntry("fio", "sequential write, 1 MiB blocks, QD8, direct", True, False, raw="write"),
+    "fio_seq_read": CatalogEntry("fio", "sequential read, 1 MiB blocks, QD8, direct", True, False, raw="read"),
+    "fio_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct", True, False, raw="read"),
+    "fio_rand_read_qd1": CatalogEntry("fio", "random read, 4 KiB, QD1, direct", True, False, raw="read"),
+    "fio_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct", True, False, raw="write"),
+    "fio_rand_write_qd1": CatalogEntry("fio", "random write, 4 KiB, QD1, direct", True, False, raw="write"),
+    "fio_mixed_70_30": CatalogEntry("fio", "random 70 % read / 30 % write, 4 KiB, QD32, direct", True, False, raw="write"),
     "fio_commit_rate": CatalogEntry("fio", "8 KiB writes, fdatasync after each: a database's commit ceiling",
-                                    True, True),
+                                    True, True, raw="write"),
     "sysbench_rndrd": CatalogEntry("sysbench", "sysbench fileio 8 KiB random reads, O_DIRECT, over 2 x RAM of files",
                                    False, False, "sysbench"),
     "sysbench_fsync": CatalogEntry("sysbench", "sysbench fileio 8 KiB random writes with fsync after each", False, True,
                                    "sysbench_fsync"),
-    "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False),
+    "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False,
+                                   raw="read"),
 }
 CATALOG_ORDER = tuple(CATALOG)
 
@@ -114,17 +130,40 @@ PROFILES: Dict[str, Profile] = {
 }
 
 
+RAW_CLASSES = ("raw_read", "raw_write")
+TARGET_KINDS = ("filesystem", "raw")
+# What a refused write test on a raw_read target must say: how raw_write is granted.
+INTERLOCK = ("writing a bare device needs class raw_write, which the discover role grants only behind the destructive "
+             "interlock: mode raw_write on the target, diskproof_destructive: true, the disk's serial or WWN (loop "
+             "devices: loop:<backing file>) in diskproof_destructive_allow, and the disk unmounted, unused and without "
+             "partitions or signatures (docs/discover.md)")
+
+
 @dataclass(frozen=True)
 class TargetFacts:
-    """One filesystem target as the host sees it (gathered by the bench_plan module)."""
+    """One target as the host sees it (gathered by the bench_plan module).
+
+    ``kind="filesystem"``: ``path`` is a directory; the tests use a test file in its run directory.
+    ``kind="raw"``: ``path`` is the device as the inventory names it (``/dev/disk/by-id/...``),
+    ``device_path`` the device node the tools open, ``device_size_bytes`` its size and
+    ``granted_class`` what the discover role granted (``raw_read`` or ``raw_write``).
+    """
     path: str
-    free_bytes: int
-    filesystem_size_bytes: int
+    free_bytes: int = 0
+    filesystem_size_bytes: int = 0
     device: Optional[str] = None
     logical_block_size: int = 512
     physical_block_size: int = 4096
     rotational: Optional[bool] = None
     identity: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "filesystem"
+    device_path: Optional[str] = None
+    device_size_bytes: Optional[int] = None
+    granted_class: Optional[str] = None
+
+    @property
+    def raw(self) -> bool:
+        return self.kind == "raw"
 
 
 @dataclass(frozen=True)
@@ -167,13 +206,17 @@ class Plan:
     fio_runtime_s: int
     space: Dict[str, Dict[str, int]]
     warnings: List[str]
+    # Raw device targets: path -> {device_path, device, class, size_bytes, logical/physical_block_size}.
+    raw_targets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    # Tests of the list that do not run on a target: {target, test, reason} (needs_filesystem | needs_raw_write).
+    skipped: List[Dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
             "jobs": self.jobs, "run_dirs": self.run_dirs, "raw_dirs": self.raw_dirs, "tests": self.tests, "profile": self.profile,
             "cache_basis_bytes": self.cache_basis_bytes, "test_file_bytes": self.test_file_bytes,
             "repeats": self.repeats, "max_repeats": self.max_repeats, "fio_runtime_s": self.fio_runtime_s,
-            "space": self.space, "warnings": self.warnings,
+            "space": self.space, "warnings": self.warnings, "raw_targets": self.raw_targets, "skipped": self.skipped,
             "estimate_s": sum(job["estimate_s"] for job in self.jobs),
         }
 
@@ -208,20 +251,55 @@ def select_tests(profile: str, tests: Sequence[str]) -> List[str]:
     return selected
 
 
-def _check_target(index: int, target: TargetFacts) -> str:
+def _unsafe_chars(value: str) -> str:
+    return ", ".join(repr(char) for char in sorted({char for char in value if not SAFE_PATH.match(char)}))
+
+
+def _check_target(index: int, target: TargetFacts) -> TargetFacts:
+    """The target with its paths normalised, or PlanError saying what to fix."""
+    if target.kind not in TARGET_KINDS:
+        raise PlanError("targets[%d]: kind must be filesystem or raw, got %r" % (index, target.kind))
     path = target.path
+    if target.raw:
+        return _check_raw_target(index, target)
     if not isinstance(path, str) or not path or not posixpath.isabs(path):
         raise PlanError("targets[%d].path must be an absolute directory path, got %r" % (index, path))
     if not SAFE_PATH.match(path):
-        bad = sorted({char for char in path if not SAFE_PATH.match(char)})
         raise PlanError("targets[%d].path %r contains %s: test commands and fio job files only take paths of letters, "
                         "digits and . _ - / + @ %% , = (mount the filesystem under such a path)"
-                        % (index, path, ", ".join(repr(char) for char in bad)))
-    for name in ("logical_block_size", "physical_block_size"):
-        value = getattr(target, name)
+                        % (index, path, _unsafe_chars(path)))
+    _check_block_sizes(index, target, path)
+    return dataclasses.replace(target, path=posixpath.normpath(path))
+
+
+def _check_block_sizes(index: int, target: TargetFacts, name: str) -> None:
+    for attribute in ("logical_block_size", "physical_block_size"):
+        value = getattr(target, attribute)
         if isinstance(value, bool) or not isinstance(value, int) or value < 512 or value & (value - 1):
-            raise PlanError("targets[%d] (%s): %s must be a power of two >= 512, got %r" % (index, path, name, value))
-    return posixpath.normpath(path)
+            raise PlanError("targets[%d] (%s): %s must be a power of two >= 512, got %r" % (index, name, attribute, value))
+
+
+def _check_raw_target(index: int, target: TargetFacts) -> TargetFacts:
+    given = target.path
+    if not isinstance(given, str) or not given or not posixpath.isabs(given):
+        raise PlanError("targets[%d].device must be the absolute path of a block device such as /dev/sdb, got %r"
+                        % (index, given))
+    node = target.device_path or given
+    if not isinstance(node, str) or not posixpath.isabs(node):
+        raise PlanError("targets[%d] (%s): device_path must be an absolute device path, got %r" % (index, given, node))
+    if not SAFE_PATH.match(node):
+        raise PlanError("targets[%d].device %r (node %r) contains %s: test commands and fio job files only take paths of "
+                        "letters, digits and . _ - / + @ %% , = (name the device by its /dev/<name> node)"
+                        % (index, given, node, _unsafe_chars(node)))
+    size = target.device_size_bytes
+    if isinstance(size, bool) or not isinstance(size, int) or size < 512:
+        raise PlanError("targets[%d] (%s): device_size_bytes must be a whole number >= 512, got %r (an empty device, "
+                        "such as a loop device without a backing file, cannot be tested)" % (index, given, size))
+    if target.granted_class not in RAW_CLASSES:
+        raise PlanError("targets[%d] (%s): the device has no granted class (got %r): run the discover role first; it "
+                        "grants raw_read/raw_write" % (index, given, target.granted_class))
+    _check_block_sizes(index, target, given)
+    return dataclasses.replace(target, path=posixpath.normpath(given), device_path=posixpath.normpath(node))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +320,13 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
     base.update(params)
     base["cache_fence_bytes"] = job["cache_fence_bytes"]
     job["params"] = base
-    job["target"] = dict(target.identity, path=target.path, test_file=settings.test_file(target))
+    if target.raw:
+        # No test file: the tools open the device node; records say which device and what was allowed.
+        job["target"] = dict(target.identity, path=target.path, kind="raw", device_path=target.device_path,
+                             device_size_bytes=target.device_size_bytes, test_file=None,
+                             **{"class": target.granted_class})
+    else:
+        job["target"] = dict(target.identity, path=target.path, test_file=settings.test_file(target))
     if target.device and "device" not in target.identity:
         job["target"]["device"] = target.device
     job["description"] = CATALOG[_catalog_id(test)].summary
@@ -278,16 +362,35 @@ class _Resolved:
     def test_file(self, target: TargetFacts) -> str:
         return posixpath.join(self.run_dirs[target.path], TEST_FILE_NAME)
 
+    def data_path(self, target: TargetFacts) -> str:
+        """What the tools read and write: the run's test file, or the raw device node itself."""
+        return target.device_path if target.raw else self.test_file(target)  # type: ignore[return-value]
+
+    def span(self, target: TargetFacts, block_size: int, test: str) -> int:
+        """Bytes a job covers: the test file, or min(test file, device rounded down to whole blocks)."""
+        if not target.raw:
+            return self.file_bytes
+        return min(self.file_bytes, self.device_span(target, block_size, test))
+
+    @staticmethod
+    def device_span(target: TargetFacts, block_size: int, test: str) -> int:
+        """The device size rounded down to whole blocks: no offset or size goes past its end."""
+        size = int(target.device_size_bytes or 0) // block_size * block_size
+        if size < block_size:
+            raise PlanError("%s on %s: the device (%d bytes) is smaller than one %d-byte block"
+                            % (test, target.path, target.device_size_bytes, block_size))
+        return size
+
     def timed(self, seconds: float) -> float:
         return float(seconds) * self.repeats
 
 
 def _dd_write(test: str, target: TargetFacts, s: _Resolved, block_size: int, flags: List[str], creates: bool) -> Job:
-    count = s.file_bytes // block_size
+    count = s.span(target, block_size, test) // block_size
     if count < 1:
         raise PlanError("%s: the test file (%d bytes) is smaller than one %d-byte block; raise the memory figure"
                         % (test, s.file_bytes, block_size))
-    path = s.test_file(target)
+    path = s.data_path(target)
     direct = "oflag=direct" in flags
     argv = ["dd", "if=/dev/zero", "of=" + path, "bs=%d" % block_size, "count=%d" % count] + flags
     params = {"block_size": block_size, "size_bytes": count * block_size, "direct": direct,
@@ -297,17 +400,21 @@ def _dd_write(test: str, target: TargetFacts, s: _Resolved, block_size: int, fla
 
 
 def _fio(test: str, target: TargetFacts, s: _Resolved, rw: str, block_size: int, iodepth: int, **extra: Any) -> Job:
-    values = {"name": test, "filename": s.test_file(target), "rw": rw, "bs": block_size, "iodepth": iodepth,
-              "size": s.file_bytes, "runtime": s.runtime, "ramp_time": s.ramp, "direct": 1, "ioengine": "libaio",
-              "rwmixread": None, "fdatasync": None}
+    size = s.span(target, block_size, test)
+    readonly = rw in ("read", "randread")
+    values = {"name": test, "filename": s.data_path(target), "rw": rw, "bs": block_size, "iodepth": iodepth,
+              "size": size, "runtime": s.runtime, "ramp_time": s.ramp, "direct": 1, "ioengine": "libaio",
+              "rwmixread": None, "fdatasync": None, "readonly": readonly, "raw": target.raw}
     values.update(extra)
-    params = {"block_size": block_size, "size_bytes": s.file_bytes, "direct": values["direct"] == 1,
+    params = {"block_size": block_size, "size_bytes": size, "direct": values["direct"] == 1,
               "sync": "fdatasync" if values["fdatasync"] else None, "iodepth": iodepth, "runtime_s": s.runtime,
               "rw": rw, "ioengine": values["ioengine"]}
     if values["rwmixread"] is not None:
         params["rwmixread"] = values["rwmixread"]
-    return _job(test, "fio", target, params, s, argv=["fio", "--output-format=json"], fio=values,
-                estimate_s=s.timed(s.runtime + s.ramp))
+    # fio's read-only safety check (a job that could write is refused) exists only as the command-line flag
+    # --readonly: fio 3.x rejects readonly= in a job file.
+    argv = ["fio", "--output-format=json"] + (["--readonly"] if readonly else [])
+    return _job(test, "fio", target, params, s, argv=argv, fio=values, estimate_s=s.timed(s.runtime + s.ramp))
 
 
 def _sysbench(test: str, target: TargetFacts, s: _Resolved, total: int, files: int, run_args: List[str],
@@ -325,7 +432,12 @@ def _sysbench(test: str, target: TargetFacts, s: _Resolved, total: int, files: i
 
 def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
     seq, rand = s.seq, s.raw.random_block_size
-    path = s.test_file(target)
+    path = s.data_path(target)
+    if target.raw:
+        # build_plan filters the tests per target already; this is the last line of defence.
+        allowed = ("read", "write") if target.granted_class == "raw_write" else ("read",)
+        if CATALOG[test].raw not in allowed:
+            raise PlanError("%s cannot run on the %s device %s" % (test, target.granted_class, target.path))
     if test == "dd_seq_write":
         return [_dd_write(test, target, s, seq, ["conv=fdatasync"], creates=True)]
     if test == "dd_seq_write_direct":
@@ -334,21 +446,23 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         return [_dd_write("dd_block_sweep_" + label, target, s, size, ["conv=fdatasync,notrunc"], creates=False)
                 for size, label in SWEEP_BLOCK_SIZES]
     if test == "dd_seq_read":
-        count = s.file_bytes // seq
+        count = s.span(target, seq, test) // seq
         return [_job(test, "dd", target, {"block_size": seq, "size_bytes": count * seq, "direct": True}, s,
                      argv=["dd", "if=" + path, "of=/dev/null", "bs=%d" % seq, "count=%d" % count, "iflag=direct"],
                      direction="read", estimate_s=s.timed(count * seq / s.raw.expected_bytes_per_s))]
     if test == "zcav_sweep":
-        chunk = max(seq, min(s.file_bytes // s.raw.zcav_points, 64 * MIB) // seq * seq)
+        # A raw device is swept over its whole size (outer to inner tracks), not just the test-file size.
+        span = s.device_span(target, seq, test) if target.raw else s.file_bytes
+        chunk = max(seq, min(span // s.raw.zcav_points, 64 * MIB) // seq * seq)
         try:
-            offsets = evenly_spaced_offsets(s.file_bytes, chunk, s.raw.zcav_points, seq)
+            offsets = evenly_spaced_offsets(span, chunk, s.raw.zcav_points, seq)
         except SizingError as error:
             raise PlanError("zcav_sweep: %s" % error) from error
         sweep = [{"offset_bytes": offset, "argv": ["dd", "if=" + path, "of=/dev/null", "bs=%d" % seq,
                                                    "count=%d" % (chunk // seq), "skip=%d" % (offset // seq),
                                                    "iflag=direct"]} for offset in offsets]
         params = {"block_size": seq, "size_bytes": chunk * len(offsets), "direct": True, "points": len(offsets),
-                  "chunk_bytes": chunk}
+                  "chunk_bytes": chunk, "span_bytes": span}
         return [_job(test, "dd", target, params, s, sweep=sweep, direction="read", repeats=1, max_repeats=1,
                      estimate_s=chunk * len(offsets) / s.raw.expected_bytes_per_s)]
     if test == "bonnie":
@@ -383,8 +497,10 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         return [_sysbench(test, target, s, total, 1, ["--file-test-mode=rndwr", "--file-fsync-freq=1"], buffered=True)]
     if test == "ioping_latency":
         count = s.raw.ioping_count
-        argv = ["ioping", "-B", "-D", "-c", "%d" % count, "-i", "100ms", "-s", "%d" % rand, "-S", "%d" % s.file_bytes, path]
-        params = {"block_size": rand, "size_bytes": s.file_bytes, "direct": True, "requests": count}
+        # On a raw device the requests land anywhere on it (-S = the device size in whole requests).
+        span = s.device_span(target, rand, test) if target.raw else s.file_bytes
+        argv = ["ioping", "-B", "-D", "-c", "%d" % count, "-i", "100ms", "-s", "%d" % rand, "-S", "%d" % span, path]
+        params = {"block_size": rand, "size_bytes": span, "direct": True, "requests": count}
         return [_job(test, "ioping", target, params, s, argv=argv, direction="read", estimate_s=s.timed(count * 0.1))]
     raise PlanError("no job builder for %r" % test)  # pragma: no cover - CATALOG and builders move together
 
@@ -447,18 +563,74 @@ def _check_settings(settings: Settings) -> None:
                         % (settings.keep_raw_dir,))
 
 
+def _raw_tests(index: int, target: TargetFacts, selected: Sequence[str], requested: Sequence[str], explicit: bool,
+               skipped: List[Dict[str, str]]) -> List[str]:
+    """The tests of the list that run on a raw device; the others go to ``skipped`` with their reason.
+
+    Reads run on raw_read and raw_write; writes only on raw_write (asked explicitly on raw_read: refused);
+    tests needing a filesystem never. dd_seq_write added only to lay out a test file is dropped silently.
+    """
+    tests: List[str] = []
+    refused: List[str] = []
+    for test in selected:
+        kind = CATALOG[test].raw
+        if test not in requested:
+            continue
+        if kind == "read" or (kind == "write" and target.granted_class == "raw_write"):
+            tests.append(test)
+        elif kind == "write":
+            if explicit:
+                refused.append(test)
+            skipped.append({"target": target.path, "test": test, "reason": "needs_raw_write"})
+        else:
+            skipped.append({"target": target.path, "test": test, "reason": "needs_filesystem"})
+    if refused:
+        raise PlanError("targets[%d] (%s) is raw_read: %s %s to the device, and %s; drop the write test(s) for this "
+                        "target or ask raw_write behind the interlock"
+                        % (index, target.path, ", ".join(refused), "writes" if len(refused) == 1 else "write",
+                           INTERLOCK))
+    return tests
+
+
+def _skip_warnings(skipped: Sequence[Mapping[str, str]], raw_targets: Mapping[str, Mapping[str, Any]]) -> List[str]:
+    """One line per target and reason, naming the tests left out and why."""
+    lines: List[str] = []
+    for path, info in raw_targets.items():
+        for reason, why in (
+                ("needs_raw_write", "they write to the device and %s" % INTERLOCK),
+                ("needs_filesystem", "they need a filesystem (a buffered test file or files of their own): give them "
+                                     "a directory target")):
+            tests = [entry["test"] for entry in skipped if entry["target"] == path and entry["reason"] == reason]
+            if tests:
+                lines.append("%s (%s): skipped %s: %s" % (path, info["class"], ", ".join(tests), why))
+    return lines
+
+
 def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
     """Every job for every target of one host, in run order, or PlanError before anything is written."""
     if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
         raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r" % (targets,))
     _check_settings(settings)
     selected = select_tests(settings.profile, settings.tests)
-    paths = [_check_target(index, target) for index, target in enumerate(targets)]
+    explicit = bool(settings.tests)
+    requested = list(settings.tests) if explicit else list(PROFILES[settings.profile].tests)
+    targets = [_check_target(index, target) for index, target in enumerate(targets)]
+    paths = [target.path for target in targets if not target.raw]
     duplicates = sorted({path for path in paths if paths.count(path) > 1})
     if duplicates:
         raise PlanError("diskproof_targets lists the same directory more than once: %s" % ", ".join(duplicates))
-    targets = [TargetFacts(**dict(target.__dict__, path=path)) for target, path in zip(targets, paths)]
-    run_dirs = {target.path: posixpath.join(target.path, RUN_DIR_PREFIX + settings.run_id) for target in targets}
+    nodes = [target.device_path for target in targets if target.raw]
+    duplicates = sorted({str(node) for node in nodes if nodes.count(node) > 1})
+    if duplicates:
+        raise PlanError("diskproof_targets lists the same device more than once: %s" % ", ".join(duplicates))
+    filesystems = {target.device: target.path for target in targets if not target.raw and target.device}
+    for index, target in enumerate(targets):
+        if target.raw and target.granted_class == "raw_write" and target.device in filesystems:
+            raise PlanError("targets[%d] (%s) is raw_write but the directory target %s is on the same disk %s: writing "
+                            "the bare device would destroy that filesystem; test one or the other"
+                            % (index, target.path, filesystems[target.device], target.device))
+    run_dirs = {target.path: posixpath.join(target.path, RUN_DIR_PREFIX + settings.run_id)
+                for target in targets if not target.raw}
     try:
         resolved = _Resolved(settings, PROFILES[settings.profile], run_dirs)
     except SizingError as error:
@@ -466,41 +638,57 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
     if resolved.max_repeats < resolved.repeats:
         raise PlanError("max_repeats (%d) must be >= repeats (%d)" % (resolved.max_repeats, resolved.repeats))
 
+    skipped: List[Dict[str, str]] = []
+    per_target = [_raw_tests(index, target, selected, requested, explicit, skipped) if target.raw else list(selected)
+                  for index, target in enumerate(targets)]
+    raw_targets = {target.path: {"device_path": target.device_path, "device": target.device,
+                                 "class": target.granted_class, "size_bytes": target.device_size_bytes,
+                                 "logical_block_size": target.logical_block_size,
+                                 "physical_block_size": target.physical_block_size}
+                   for target in targets if target.raw}
     warnings: List[str] = []
     space: Dict[str, Dict[str, int]] = {}
-    for target in targets:
+    for target, tests in zip(targets, per_target):
         device = target.device or target.path
-        for name, value in _direct_block_sizes(selected, settings):
+        for name, value in _direct_block_sizes(tests, settings):
             try:
                 warnings.extend(check_direct_block_size(name, value, device, target.logical_block_size,
                                                         target.physical_block_size))
             except SizingError as error:
                 raise PlanError("%s: %s" % (target.path, error)) from error
-        main = resolved.file_bytes if any(CATALOG[test].uses_test_file for test in selected) else 0
-        needed = main + max([_extra_space(test, resolved) for test in selected] + [0])
+        if target.raw:
+            continue   # nothing is created on a raw device: no run directory, no space to keep
+        main = resolved.file_bytes if any(CATALOG[test].uses_test_file for test in tests) else 0
+        needed = main + max([_extra_space(test, resolved) for test in tests] + [0])
         try:
             reserve = check_free_space(target.path, needed, target.free_bytes, target.filesystem_size_bytes,
                                        settings.reserve_fraction, settings.reserve_min_bytes)
         except SizingError as error:
             raise PlanError(str(error)) from error
         space[target.path] = {"needed_bytes": needed, "free_bytes": target.free_bytes, "reserve_bytes": reserve}
+    warnings.extend(_skip_warnings(skipped, raw_targets))
 
     jobs: List[Job] = []
     raw_dirs: List[str] = []
-    for target in targets:
+    for target, tests in zip(targets, per_target):
         # Raw outputs per target: the same test on two targets must not share file names.
-        raw_dir = posixpath.join(settings.keep_raw_dir, target.path.strip("/").replace("/", "_") or "root") \
+        name = str(target.device_path if target.raw else target.path)
+        raw_dir = posixpath.join(settings.keep_raw_dir, name.strip("/").replace("/", "_") or "root") \
             if settings.keep_raw_dir else None
         if raw_dir:
             raw_dirs.append(raw_dir)
-        for test in selected:
+        for test in tests:
             for job in _jobs_for(test, target, resolved):
                 job["keep_raw"] = raw_dir
                 jobs.append(job)
-    return Plan(jobs=jobs, run_dirs=[run_dirs[target.path] for target in targets], raw_dirs=raw_dirs, tests=selected,
-                profile=settings.profile, cache_basis_bytes=resolved.basis, test_file_bytes=resolved.file_bytes,
-                repeats=resolved.repeats, max_repeats=resolved.max_repeats, fio_runtime_s=resolved.runtime,
-                space=space, warnings=warnings)
+    if not jobs:
+        raise PlanError("none of the tests %s can run on these targets: %s" % (", ".join(requested), "; ".join(warnings)))
+    ran = {_catalog_id(job["test"]) for job in jobs}
+    return Plan(jobs=jobs, run_dirs=[run_dirs[target.path] for target in targets if not target.raw], raw_dirs=raw_dirs,
+                tests=[test for test in selected if test in ran], profile=settings.profile,
+                cache_basis_bytes=resolved.basis, test_file_bytes=resolved.file_bytes, repeats=resolved.repeats,
+                max_repeats=resolved.max_repeats, fio_runtime_s=resolved.runtime, space=space, warnings=warnings,
+                raw_targets=raw_targets, skipped=skipped)
 
 
 def _human(value: float) -> str:
@@ -521,12 +709,17 @@ def plan_lines(plan: Plan, memory_bytes: int, fence: Optional[int]) -> List[str]
     for path, figures in plan.space.items():
         lines.append("%s: needs %s, keeps %s free of %s available" % (
             path, _human(figures["needed_bytes"]), _human(figures["reserve_bytes"]), _human(figures["free_bytes"])))
+    for path, info in plan.raw_targets.items():
+        lines.append("%s: raw device %s (%s), %s, logical block %d B: tests run on the device node, each within "
+                     "min(test file, device), the ZCAV sweep over the whole device; nothing is created" % (
+                         path, info["device_path"], info["class"], _human(info["size_bytes"]), info["logical_block_size"]))
+    several = len(plan.space) + len(plan.raw_targets) > 1
     for job in plan.jobs:
         params = job["params"]
-        lines.append("%-22s %-9s bs %-9s size %-10s ~%ds%s" % (
+        lines.append("%-22s %-9s bs %-9s size %-10s ~%ds%s%s" % (
             job["test"], job["tool"], _human(params["block_size"]) if params.get("block_size") else "-",
             _human(params["size_bytes"]) if params.get("size_bytes") else "-", round(job["estimate_s"]),
-            "  (fenced)" if job["cache_fence_bytes"] else ""))
+            "  (fenced)" if job["cache_fence_bytes"] else "", "  on %s" % job["target"]["path"] if several else ""))
     lines.extend("warning: " + warning for warning in plan.warnings)
     return lines
 
@@ -537,16 +730,17 @@ IDENTITY_FIELDS = ("model", "serial", "wwn", "firmware", "size_bytes", "rotation
 
 
 def target_identities(resolved: Sequence[Mapping[str, Any]], disks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """Directory -> identity of the disk under it, from the discover role's facts.
+    """Directory (or raw device, as the target names it) -> identity of the disk under it, from the
+    discover role's facts.
 
-    A directory on one physical disk gets that disk's identity; one spanning several disks (md,
+    A target on one physical disk gets that disk's identity; one spanning several disks (md,
     LVM) gets only the list of disks, since no single model or serial applies (and no ``device``,
     so bench_facts resolves the md/dm device itself for its I/O counters).
     """
     identities: Dict[str, Dict[str, Any]] = {}
     for entry in resolved or []:
         asked = entry.get("target") or {}
-        path = asked.get("path") if isinstance(asked, Mapping) else None
+        path = (asked.get("path") or asked.get("device")) if isinstance(asked, Mapping) else None
         if not isinstance(path, str) or not path:
             continue
         names = [name for name in entry.get("disks") or [] if isinstance(name, str)]

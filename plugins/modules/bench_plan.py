@@ -11,21 +11,33 @@ short_description: Plan the benchmark of one host - every test, its size, block 
 version_added: 0.1.0
 description:
   - Looks at the host (memory, and for every target directory its free space, filesystem size, whole-disk device and
-    the device's logical and physical block size) and builds the ordered list of jobs the role
-    C(diskproof.fleet.benchmark) runs with M(diskproof.fleet.bench_facts). The catalog, profiles and sizing rules are
+    the device's logical and physical block size; for every raw device target its size and block sizes) and builds the
+    ordered list of jobs the role C(diskproof.fleet.benchmark) runs with M(diskproof.fleet.bench_facts). The catalog, profiles and sizing rules are
     in C(docs/tests.md).
   - Buffered tests use a test file of 2 x the memory figure (or 2 x O(cache_fence_bytes) when that is smaller),
     rounded up to whole blocks. Direct-I/O block sizes must be multiples of each device's logical block size; a
     misaligned value is refused, naming the device's block sizes. A target whose filesystem would keep less than
     max(5 %, 1 GiB) free is refused. Nothing is written when the plan is refused.
-  - Without check mode, creates one run directory C(<target>/diskproof-<run_id>) per target (refusing when it
-    exists) for the tests' files, holding only a C(.diskproof-run) note until the tests run; the role removes it at
-    the end. In check mode only the plan is returned.
+  - Raw device targets (items with C(device) and C(mode)) are tested on the device node itself, never through a
+    test file; every size and offset stays inside the device (min(the test-file size, the device size rounded down to
+    the block size); the ZCAV sweep spans the whole device). The class comes from O(classes), which the discover role
+    grants - V(raw_read) runs only the read tests, V(raw_write) (behind the destructive interlock) also the direct and
+    fio write tests; tests that need a filesystem are skipped with a warning. A device without a granted class is
+    refused, and so is a write test asked explicitly for a V(raw_read) device. The device is only looked at through
+    C(stat) and C(/sys) here, never opened.
+  - Without check mode, creates one run directory C(<target>/diskproof-<run_id>) per directory target (refusing when
+    it exists) for the tests' files, holding only a C(.diskproof-run) note until the tests run; the role removes it
+    at the end. Nothing is created for raw device targets. In check mode only the plan is returned.
 author:
   - diskproof maintainers (@diskproof)
 options:
   targets:
-    description: "Directories on the filesystems to test, each C({path: /srv/disk1})."
+    description:
+      - What to test, each item either C(path) - a directory on the filesystem to test - or C(device) - a block device
+        tested raw, with C(mode) V(raw_read) (the default) or V(raw_write). Exactly one of C(path) and C(device).
+      - A device is stat'ed (it must be a block device); its size is C(/sys/dev/block/<major>:<minor>/size) x 512 (a
+        partition's own size), its logical and physical block size those of its whole disk
+        (C(/sys/block/<disk>/queue/)).
     type: list
     elements: dict
     required: true
@@ -112,7 +124,17 @@ options:
     type: str
     default: ""
   identities:
-    description: Directory -> disk identity (from the discover role), copied into every job's target.
+    description: Directory (or device, as the target names it) -> disk identity (from the discover role), copied into
+      every job's target.
+    type: dict
+    default: {}
+  classes:
+    description:
+      - Device path -> the class the discover role granted it (V(raw_read) or V(raw_write)); the benchmark role fills it
+        from C(ansible_facts.diskproof_targets_resolved), entries with C(granted) true only. A key matches a device
+        target naming the same device node by any path (C(/dev/sdb), C(/dev/disk/by-id/...)).
+      - A device target without a class here is refused; a target with C(mode=raw_read) runs as V(raw_read) even when
+        V(raw_write) was granted; C(mode=raw_write) with only V(raw_read) granted is refused.
     type: dict
     default: {}
 extends_documentation_fragment:
@@ -136,13 +158,24 @@ EXAMPLES = r"""
 - name: Show it
   ansible.builtin.debug:
     var: plan.lines
+
+- name: Plan read tests on a raw disk the discover role granted raw_read
+  diskproof.fleet.bench_plan:
+    targets:
+      - device: /dev/sdc
+        mode: raw_read
+    tests: [dd_seq_read, zcav_sweep, fio_rand_read]
+    classes:
+      /dev/sdc: raw_read
 """
 
 RETURN = r"""
 plan:
   description: The plan - C(jobs) (each with its argv or fio job values and bench_facts options), C(run_dirs), C(tests),
-    C(test_file_bytes), C(cache_basis_bytes), C(repeats), C(max_repeats), C(fio_runtime_s), C(space) per target,
-    C(warnings) and C(estimate_s).
+    C(test_file_bytes), C(cache_basis_bytes), C(repeats), C(max_repeats), C(fio_runtime_s), C(space) per directory
+    target, C(raw_targets) (per device target - C(device_path), C(device), C(class), C(size_bytes) and block sizes),
+    C(skipped) (C(target), C(test), C(reason) - V(needs_filesystem) or V(needs_raw_write)), C(warnings) and
+    C(estimate_s).
   returned: success
   type: dict
 lines:
@@ -168,11 +201,14 @@ run_id:
 import datetime
 import os
 import secrets
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, Settings, TargetFacts, build_plan, plan_lines
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
+    INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
+)
 
 
 MARKER = ".diskproof-run"
@@ -201,11 +237,24 @@ def read_int(path, default):
         return default
 
 
-def target_facts(module, index, target, identities):
-    path = target.get("path") if isinstance(target, dict) else None
-    if not isinstance(path, str) or not path:
-        module.fail_json(msg="targets[%d] needs 'path', a directory on the filesystem to test (raw device targets are "
-                             "not supported by this version), got %r" % (index, target), run_dirs=[])
+def target_facts(module, index, target, identities, classes):
+    """TargetFacts of one item of O(targets): exactly one of path (a directory) or device (a block device)."""
+    if not isinstance(target, dict):
+        module.fail_json(msg="targets[%d] must be a dict such as {path: /srv/disk1} or {device: /dev/sdb}, got %r"
+                             % (index, target), run_dirs=[])
+    path, device = target.get("path"), target.get("device")
+    if bool(path) == bool(device):
+        module.fail_json(msg="targets[%d] needs exactly one of 'path' (a directory on the filesystem to test) or 'device' "
+                             "(a block device tested raw, with mode raw_read or raw_write), got %r" % (index, target),
+                         run_dirs=[])
+    if device:
+        return raw_target_facts(module, index, target, identities, classes)
+    mode = target.get("mode")
+    if mode not in (None, "", "filesystem"):
+        module.fail_json(msg="targets[%d]: mode %s does not go with path (a directory is class filesystem; raw_read and "
+                             "raw_write are for device targets)" % (index, mode), run_dirs=[])
+    if not isinstance(path, str):
+        module.fail_json(msg="targets[%d].path must be a string, got %r" % (index, path), run_dirs=[])
     if not os.path.isdir(path):
         module.fail_json(msg="targets[%d].path %s is not an existing directory" % (index, path), run_dirs=[])
     try:
@@ -221,6 +270,68 @@ def target_facts(module, index, target, identities):
         physical_block_size=read_int(os.path.join(queue, "physical_block_size"), 4096),
         rotational=None if rotational is None else bool(rotational),
         identity=dict(identities.get(os.path.normpath(path)) or {}),
+    )
+
+
+def block_device_number(path):
+    """st_rdev of path when it is a block device node, else None (missing, not a block device)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_rdev if stat.S_ISBLK(info.st_mode) else None
+
+
+def granted_class(classes, rdev):
+    """The raw class the discover role granted the device node rdev (keys may be any path of the node)."""
+    found = set()
+    for key, value in (classes or {}).items():
+        if value in RAW_CLASSES and isinstance(key, str) and block_device_number(key) == rdev:
+            found.add(value)
+    # Two names of one device with different classes: the lesser one.
+    return "raw_read" if "raw_read" in found else ("raw_write" if found else None)
+
+
+def raw_target_facts(module, index, target, identities, classes):
+    """Stat the device (read-only: sysfs and stat, the device is never opened) and take its granted class."""
+    device = target["device"]
+    mode = target.get("mode") or "raw_read"
+    if not isinstance(device, str) or not os.path.isabs(device):
+        module.fail_json(msg="targets[%d].device must be the absolute path of a block device such as /dev/sdb, got %r"
+                             % (index, device), run_dirs=[])
+    if mode not in RAW_CLASSES:
+        module.fail_json(msg="targets[%d] (%s): mode must be raw_read or raw_write for a device, got %r"
+                             % (index, device, mode), run_dirs=[])
+    try:
+        info = os.stat(device)
+    except OSError as error:
+        module.fail_json(msg="targets[%d].device %s: %s" % (index, device, error.strerror or error), run_dirs=[])
+    if not stat.S_ISBLK(info.st_mode):
+        module.fail_json(msg="targets[%d].device %s is not a block device" % (index, device), run_dirs=[])
+    major, minor = os.major(info.st_rdev), os.minor(info.st_rdev)
+    # The node's own size (a partition's, not its disk's): every offset and size must stay inside it.
+    sectors = read_int(os.path.join(_blockdev.SYS_ROOT, "dev", "block", "%d:%d" % (major, minor), "size"), None)
+    if sectors is None:
+        module.fail_json(msg="targets[%d].device %s: its size cannot be read from /sys/dev/block/%d:%d/size"
+                             % (index, device, major, minor), run_dirs=[])
+    whole = _blockdev.whole_disk_for(major, minor)
+    queue = os.path.join(_blockdev.SYS_ROOT, "block", whole or "-", "queue")
+    rotational = read_int(os.path.join(queue, "rotational"), None)
+    granted = granted_class(classes, info.st_rdev)
+    if granted is None:
+        module.fail_json(msg="targets[%d].device %s has no granted class: run the discover role first; it grants "
+                             "raw_read/raw_write (raw_write only behind the destructive interlock, docs/discover.md), "
+                             "and the benchmark role passes them in 'classes'" % (index, device), run_dirs=[])
+    if mode == "raw_write" and granted != "raw_write":
+        module.fail_json(msg="targets[%d].device %s asks mode raw_write but was granted only %s: %s"
+                             % (index, device, granted, INTERLOCK), run_dirs=[])
+    return TargetFacts(
+        path=device, kind="raw", device_path=os.path.realpath(device), device_size_bytes=sectors * _blockdev.SECTOR_BYTES,
+        granted_class=mode if mode == "raw_read" else granted, device=whole,
+        logical_block_size=read_int(os.path.join(queue, "logical_block_size"), 512),
+        physical_block_size=read_int(os.path.join(queue, "physical_block_size"), 4096),
+        rotational=None if rotational is None else bool(rotational),
+        identity=dict(identities.get(os.path.normpath(device)) or {}),
     )
 
 
@@ -270,6 +381,7 @@ def main():
             reserve_min_bytes=dict(type="int", default=1073741824),
             keep_raw_dir=dict(type="str", default=""),
             identities=dict(type="dict", default={}),
+            classes=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -277,7 +389,8 @@ def main():
     run_id = params["run_id"] or "%s-%s" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"),
                                             secrets.token_hex(4))
     memory = params["memory_bytes"] if params["memory_bytes"] is not None else memory_total_bytes(module)
-    targets = [target_facts(module, index, target, params["identities"]) for index, target in enumerate(params["targets"])]
+    targets = [target_facts(module, index, target, params["identities"], params["classes"])
+               for index, target in enumerate(params["targets"])]
     settings = Settings(
         run_id=run_id, memory_bytes=memory, tests=tuple(params["tests"]), profile=params["profile"],
         cache_fence_bytes=params["cache_fence_bytes"], fio_runtime_s=params["fio_runtime_s"], fio_ramp_s=params["fio_ramp_s"],

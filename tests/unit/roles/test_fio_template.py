@@ -1,6 +1,9 @@
-"""roles/benchmark/templates/fio_job.ini.j2 renders a job file real fio accepts, for every fio test of the catalog."""
+"""roles/benchmark/templates/fio_job.ini.j2 renders a job file real fio accepts, for every fio test of the catalog,
+on a test file and on a raw block device (raw_read: the read tests, run with fio --readonly; raw_write: all)."""
 from __future__ import annotations
 
+import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -11,10 +14,15 @@ import pytest
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "templates" / "fio_job.ini.j2"
+SETTINGS = Settings(run_id="20261122T000000Z-abcd", memory_bytes=1 << 30, profile="full")
 FIO_JOBS = [job for job in build_plan(
-    [TargetFacts(path="/srv/disk-1", free_bytes=1 << 40, filesystem_size_bytes=1 << 41, device="sdb")],
-    Settings(run_id="20261122T000000Z-abcd", memory_bytes=1 << 30, profile="full"),
+    [TargetFacts(path="/srv/disk-1", free_bytes=1 << 40, filesystem_size_bytes=1 << 41, device="sdb")], SETTINGS,
 ).jobs if job["fio"]]
+RAW_JOBS = [job for granted in ("raw_read", "raw_write") for job in build_plan(
+    [TargetFacts(path="/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", kind="raw", device_path="/dev/sdc", device="sdc",
+                 device_size_bytes=(1 << 30) + 4096, granted_class=granted)], SETTINGS,
+).jobs if job["fio"]]
+READ_ONLY = ("fio_rand_read", "fio_rand_read_qd1", "fio_seq_read")
 
 
 def render(job):
@@ -23,32 +31,107 @@ def render(job):
     return environment.from_string(TEMPLATE.read_text()).render(item=job)
 
 
+def parse_only(job, text, tmp_path):
+    """fio --parse-only with the job's own flags (--readonly for read-only jobs)."""
+    job_file = tmp_path / (job["test"] + ".fio")
+    job_file.write_text(text)
+    flags = [arg for arg in job["argv"][1:] if arg == "--readonly"]
+    return subprocess.run(["fio", "--parse-only", *flags, str(job_file)], capture_output=True, text=True, check=False)
+
+
+def settings_of(text):
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith(";"))
+
+
 def test_the_catalog_has_the_fio_tests():
     assert sorted(job["test"] for job in FIO_JOBS) == [
         "fio_commit_rate", "fio_mixed_70_30", "fio_rand_read", "fio_rand_read_qd1", "fio_rand_write",
         "fio_rand_write_qd1", "fio_seq_read", "fio_seq_write"]
+    assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_read") == sorted(READ_ONLY)
+    assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_write") == sorted(
+        job["test"] for job in FIO_JOBS)
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
-@pytest.mark.parametrize("job", FIO_JOBS, ids=[job["test"] for job in FIO_JOBS])
+@pytest.mark.parametrize("job", FIO_JOBS + RAW_JOBS,
+                         ids=[job["test"] for job in FIO_JOBS] + ["%s-%s" % (job["target"]["class"], job["test"])
+                                                                  for job in RAW_JOBS])
 def test_rendered_job_file_passes_fio_parse_only(job, tmp_path):
     text = render(job)
-    job_file = tmp_path / (job["test"] + ".fio")
-    job_file.write_text(text)
-    result = subprocess.run(["fio", "--parse-only", str(job_file)], capture_output=True, text=True, check=False)
+    result = parse_only(job, text, tmp_path)
     assert result.returncode == 0, result.stderr
-    lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith(";"))
+    lines = settings_of(text)
     fio = job["fio"]
     assert lines["filename"] == fio["filename"] and lines["rw"] == fio["rw"] and int(lines["bs"]) == fio["bs"]
     assert int(lines["iodepth"]) == fio["iodepth"] and int(lines["size"]) == fio["size"]
     assert lines["allow_file_create"] == "0" and lines["time_based"] == "1"
     assert ("fdatasync" in lines) == bool(fio["fdatasync"]) and ("rwmixread" in lines) == (fio["rwmixread"] is not None)
+    assert "readonly" not in lines   # fio has no such job option: the flag is on the command line
+    assert ("--readonly" in job["argv"]) == (job["test"] in READ_ONLY)
+    assert ("Reproduce with: fio --output-format=json --readonly <this file>" in text) == (job["test"] in READ_ONLY)
+    if job["target"].get("kind") == "raw":
+        assert lines["filename"] == "/dev/sdc" and int(lines["size"]) <= (1 << 30) + 4096
+        assert "; The block device itself (%s), never a file" % job["target"]["class"] in text
+    else:
+        assert "written by dd_seq_write of this run" in text
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 def test_fio_parse_only_does_reject_a_broken_job_file(tmp_path):
-    # The check above can fail: fio refuses an option it does not know.
-    job_file = tmp_path / "broken.fio"
-    job_file.write_text(render(FIO_JOBS[0]).replace("rw=", "rw_typo="))
-    result = subprocess.run(["fio", "--parse-only", str(job_file)], capture_output=True, text=True, check=False)
-    assert result.returncode != 0
+    # The check above can fail: fio refuses an option it does not know, such as readonly=1 in a job file.
+    job = FIO_JOBS[0]
+    assert parse_only(job, render(job).replace("rw=", "rw_typo="), tmp_path).returncode != 0
+    assert parse_only(job, render(job).replace("allow_file_create=0", "allow_file_create=0\nreadonly=1"),
+                      tmp_path).returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_fio_readonly_refuses_a_read_only_job_turned_into_a_write(tmp_path):
+    job = next(job for job in RAW_JOBS if job["test"] == "fio_rand_read")
+    result = parse_only(job, render(job).replace("rw=randread", "rw=randwrite"), tmp_path)
+    assert result.returncode != 0 and "read-only mode" in result.stderr
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    """A loop device of our own over a 16 MiB sparse file with a pattern; detached by name afterwards."""
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup")
+    image = tmp_path / "raw.img"
+    with open(image, "wb") as handle:
+        handle.truncate(16 << 20)
+        handle.seek(8 << 20)
+        handle.write(os.urandom(1 << 20))
+    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        yield device
+    finally:
+        with open("/sys/block/%s/loop/backing_file" % os.path.basename(device), encoding="utf-8") as handle:
+            assert handle.read().strip() == str(image)
+        subprocess.run(["losetup", "-d", device], check=True)
+
+
+def sectors(device):
+    with open("/sys/block/%s/stat" % os.path.basename(device), encoding="ascii") as handle:
+        fields = handle.read().split()
+    return int(fields[2]), int(fields[6])
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_raw_read_job_really_runs_read_only_on_a_loop_device(loop_device, tmp_path):
+    (job,) = build_plan(
+        [TargetFacts(path=loop_device, kind="raw", device_path=loop_device, device=os.path.basename(loop_device),
+                     device_size_bytes=16 << 20, granted_class="raw_read")],
+        Settings(run_id="t", memory_bytes=64 << 20, tests=("fio_rand_read",), fio_runtime_s=1, fio_ramp_s=0),
+    ).jobs
+    assert job["fio"]["size"] == 16 << 20
+    job_file = tmp_path / "job.fio"
+    job_file.write_text(render(job))
+    before = sectors(loop_device)
+    result = subprocess.run(job["argv"] + [str(job_file)], capture_output=True, text=True, check=False)
+    after = sectors(loop_device)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["jobs"][0]["read"]["io_bytes"] > 0 and report["jobs"][0]["write"]["io_bytes"] == 0
+    assert after[0] > before[0] and after[1] == before[1]   # read from the device, not one sector written

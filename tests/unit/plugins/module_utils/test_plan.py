@@ -147,10 +147,12 @@ def test_standard_plan_is_sized_from_memory_and_every_job_is_exact():
     assert jobs["dd_seq_read"]["argv"] == ["dd", "if=" + test_file, "of=/dev/null", "bs=1048576", "count=256", "iflag=direct"]
     assert all(job["drop_caches"] for job in plan.jobs)
     rand = jobs["fio_rand_read"]
-    assert rand["argv"] == ["fio", "--output-format=json"]
+    # fio's read-only safety check: a read job runs with --readonly (a job-file option does not exist).
+    assert rand["argv"] == ["fio", "--output-format=json", "--readonly"]
+    assert jobs["fio_rand_write"]["argv"] == jobs["fio_mixed_70_30"]["argv"] == ["fio", "--output-format=json"]
     assert rand["fio"] == {"name": "fio_rand_read", "filename": test_file, "rw": "randread", "bs": 4096, "iodepth": 32,
                            "size": 256 * MIB, "runtime": 30, "ramp_time": 2, "direct": 1, "ioengine": "libaio",
-                           "rwmixread": None, "fdatasync": None}
+                           "rwmixread": None, "fdatasync": None, "readonly": True, "raw": False}
     assert jobs["fio_rand_read_qd1"]["fio"]["iodepth"] == 1
     assert jobs["fio_mixed_70_30"]["fio"]["rwmixread"] == 70
     commit = jobs["fio_commit_rate"]["fio"]
@@ -268,6 +270,9 @@ def test_disk_identity_from_discover_facts_reaches_every_job_target():
                    "firmware": "TN05", "size_bytes": 4000787030016, "rotational": True, "transport": "sata"},
         "/srv/md": {"disks": ["sdc", "sdd"], "model": None, "serial": None, "wwn": None, "firmware": None,
                     "size_bytes": None, "rotational": None, "transport": None},
+        # a raw device target, keyed as the target names it
+        "/dev/sde": {"device": "sde", "disks": ["sde"], "model": None, "serial": None, "wwn": None, "firmware": None,
+                     "size_bytes": None, "rotational": None, "transport": None},
     }
     plan = build_plan([disk("/srv/a", identity=identities["/srv/a"]), disk("/srv/md", device="md0",
                                                                            identity=identities["/srv/md"])],
@@ -290,3 +295,210 @@ def test_raw_outputs_get_one_directory_per_target():
     assert build_plan([disk()], settings(tests=("dd_seq_write",))).jobs[0]["keep_raw"] is None
     with pytest.raises(PlanError, match="keep_raw_dir must be an absolute path"):
         build_plan([disk()], settings(keep_raw_dir="evidence"))
+
+
+# --- raw block-device targets ------------------------------------------------------------------------
+
+def raw(device="/dev/sdc", size=GIB, granted="raw_read", logical=512, physical=4096, node=None, kname=None, **extra):
+    return TargetFacts(path=device, kind="raw", device_path=node or device, device_size_bytes=size, granted_class=granted,
+                       device=kname or device.rsplit("/", 1)[-1], logical_block_size=logical, physical_block_size=physical,
+                       **extra)
+
+
+READ_TESTS = ["dd_seq_read", "zcav_sweep", "fio_rand_read", "fio_rand_read_qd1", "fio_seq_read", "ioping_latency"]
+WRITE_TESTS = ["dd_seq_write_direct", "fio_seq_write", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
+               "fio_commit_rate"]
+FILESYSTEM_TESTS = ["dd_seq_write", "dd_block_sweep", "bonnie", "sysbench_rndrd", "sysbench_fsync"]
+
+
+def test_the_catalog_says_what_each_test_does_to_a_raw_device():
+    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "read") == sorted(READ_TESTS)
+    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "write") == sorted(WRITE_TESTS)
+    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "") == sorted(FILESYSTEM_TESTS)
+
+
+def extent(job):
+    """(first byte, end byte) every command of a job may touch on its file or device."""
+    ends = []
+    commands = [step["argv"] for step in job["sweep"]] if job["sweep"] else [job["argv"]]
+    for argv in commands:
+        if argv[0] == "dd":
+            values = dict(arg.split("=", 1) for arg in argv[1:] if "=" in arg)
+            block = int(values["bs"])
+            ends.append((int(values.get("skip", values.get("seek", 0))) + int(values["count"])) * block)
+        elif argv[0] == "ioping":
+            ends.append(int(argv[argv.index("-S") + 1]))
+    if job["fio"]:
+        ends.append(job["fio"]["size"])
+    return max(ends)
+
+
+def test_raw_read_runs_only_the_read_tests_on_the_device_node_and_creates_nothing():
+    plan = build_plan([raw(size=GIB)], settings(profile="full"))
+    assert plan.tests == [test for test in CATALOG if test in READ_TESTS]
+    assert plan.run_dirs == [] and plan.space == {}
+    assert {job["test"] for job in plan.jobs} == set(READ_TESTS)
+    for job in plan.jobs:
+        assert job["creates"] is None and job["workdir"] is None and job["setup"] == []
+        assert job["direction"] == ("read" if job["tool"] != "fio" else None)   # fio says its own direction
+        assert job["target"] == {"path": "/dev/sdc", "kind": "raw", "device_path": "/dev/sdc", "device_size_bytes": GIB,
+                                 "test_file": None, "class": "raw_read", "device": "sdc"}
+        assert extent(job) <= GIB
+    skipped = {(entry["test"], entry["reason"]) for entry in plan.skipped}
+    assert skipped == {(test, "needs_raw_write") for test in WRITE_TESTS} | {
+        (test, "needs_filesystem") for test in FILESYSTEM_TESTS}
+    assert plan.raw_targets == {"/dev/sdc": {"device_path": "/dev/sdc", "device": "sdc", "class": "raw_read",
+                                             "size_bytes": GIB, "logical_block_size": 512, "physical_block_size": 4096}}
+    write_warning, fs_warning = plan.warnings
+    assert write_warning.startswith("/dev/sdc (raw_read): skipped dd_seq_write_direct, fio_seq_write, fio_rand_write, "
+                                    "fio_rand_write_qd1, fio_mixed_70_30, fio_commit_rate: they write to the device")
+    assert "diskproof_destructive" in write_warning and "diskproof_destructive_allow" in write_warning
+    assert fs_warning.startswith("/dev/sdc (raw_read): skipped dd_seq_write, dd_block_sweep, bonnie, sysbench_rndrd, "
+                                 "sysbench_fsync: they need a filesystem")
+
+
+def test_raw_jobs_read_the_device_itself_with_read_only_commands():
+    plan = build_plan([raw(size=GIB)], settings(profile="full"))   # 128 MiB memory figure: 256 MiB test size
+    jobs = {job["test"]: job for job in plan.jobs}
+    assert jobs["dd_seq_read"]["argv"] == ["dd", "if=/dev/sdc", "of=/dev/null", "bs=1048576", "count=256", "iflag=direct"]
+    for test in ("fio_rand_read", "fio_rand_read_qd1", "fio_seq_read"):
+        job = jobs[test]
+        assert job["argv"] == ["fio", "--output-format=json", "--readonly"]
+        assert job["fio"]["filename"] == "/dev/sdc" and job["fio"]["raw"] is True and job["fio"]["readonly"] is True
+        assert job["fio"]["size"] == 256 * MIB
+    assert jobs["ioping_latency"]["argv"] == ["ioping", "-B", "-D", "-c", "30", "-i", "100ms", "-s", "4096",
+                                              "-S", str(GIB), "/dev/sdc"]
+    assert not any(arg.startswith("of=/dev/sd") for job in plan.jobs for arg in job["argv"] or [])
+
+
+def test_raw_sizes_stay_inside_a_device_smaller_than_the_test_file():
+    # 100 MiB + 4 KiB + 512 B device, 256 MiB test size: every size is the device rounded down to the block size.
+    size = 100 * MIB + 4096 + 512
+    plan = build_plan([raw(size=size)], settings(profile="full"))
+    jobs = {job["test"]: job for job in plan.jobs}
+    assert jobs["dd_seq_read"]["argv"][4] == "count=100" and jobs["dd_seq_read"]["params"]["size_bytes"] == 100 * MIB
+    assert jobs["fio_seq_read"]["fio"]["size"] == 100 * MIB
+    assert jobs["fio_rand_read"]["fio"]["size"] == 100 * MIB + 4096
+    assert jobs["ioping_latency"]["argv"][10] == str(100 * MIB + 4096)
+    assert all(extent(job) <= size for job in plan.jobs)
+
+
+def test_the_zcav_sweep_spans_the_whole_raw_device():
+    # The test size is only 32 MiB (16 MiB memory figure), the device 1 GiB + 512 B: the sweep still covers all of it.
+    plan = build_plan([raw(size=GIB + 512)], settings(memory_bytes=16 * MIB, tests=("zcav_sweep",)))
+    (zcav,) = plan.jobs
+    offsets = [step["offset_bytes"] for step in zcav["sweep"]]
+    chunk = zcav["params"]["chunk_bytes"]
+    assert chunk == 64 * MIB and len(offsets) == 16 and zcav["params"]["span_bytes"] == GIB
+    assert offsets[0] == 0 and offsets[-1] + chunk == GIB
+    assert all(offset % MIB == 0 for offset in offsets)
+    assert zcav["sweep"][-1]["argv"] == ["dd", "if=/dev/sdc", "of=/dev/null", "bs=1048576", "count=64",
+                                         "skip=%d" % (offsets[-1] // MIB), "iflag=direct"]
+    assert extent(zcav) <= GIB + 512
+
+
+def test_raw_reads_need_no_prior_write():
+    plan = build_plan([raw()], settings(tests=("fio_rand_read", "dd_seq_read")))
+    assert plan.tests == ["fio_rand_read", "dd_seq_read"] and [job["test"] for job in plan.jobs] == plan.tests
+    assert plan.skipped == [] and plan.warnings == []   # dd_seq_write was never asked for: nothing to say
+
+
+def test_a_filesystem_target_still_writes_its_test_file_first_next_to_a_raw_one():
+    plan = build_plan([disk(), raw()], settings(tests=("fio_rand_read",)))
+    assert [(job["test"], job["target"]["path"]) for job in plan.jobs] == [
+        ("dd_seq_write", "/srv/a"), ("fio_rand_read", "/srv/a"), ("fio_rand_read", "/dev/sdc")]
+    assert plan.run_dirs == ["/srv/a/diskproof-r1"] and list(plan.space) == ["/srv/a"]
+
+
+def test_an_explicit_write_test_on_a_raw_read_target_is_refused_naming_the_interlock():
+    with pytest.raises(PlanError) as error:
+        build_plan([disk(), raw()], settings(tests=("dd_seq_read", "fio_rand_write", "fio_commit_rate")))
+    message = str(error.value)
+    assert message.startswith("targets[1] (/dev/sdc) is raw_read: fio_rand_write, fio_commit_rate write to the device, "
+                              "and writing a bare device needs class raw_write")
+    assert "diskproof_destructive: true" in message and "diskproof_destructive_allow" in message
+    assert "docs/discover.md" in message
+
+
+def test_filesystem_tests_asked_explicitly_are_skipped_on_a_raw_target_only():
+    plan = build_plan([disk(), raw()], settings(tests=("bonnie", "dd_seq_read")))
+    assert [(job["test"], job["target"]["path"]) for job in plan.jobs] == [
+        ("dd_seq_write", "/srv/a"), ("bonnie", "/srv/a"), ("dd_seq_read", "/srv/a"), ("dd_seq_read", "/dev/sdc")]
+    assert plan.skipped == [{"target": "/dev/sdc", "test": "bonnie", "reason": "needs_filesystem"}]
+    with pytest.raises(PlanError, match=r"^none of the tests bonnie, sysbench_fsync can run on these targets: "
+                                        r"/dev/sdc \(raw_read\): skipped bonnie, sysbench_fsync: they need a filesystem"):
+        build_plan([raw()], settings(tests=("bonnie", "sysbench_fsync")))
+
+
+def test_a_profile_on_raw_read_skips_with_reasons_instead_of_failing():
+    plan = build_plan([raw()], settings(profile="quick"))
+    assert plan.tests == ["dd_seq_read", "fio_rand_read"]
+    assert [(entry["test"], entry["reason"]) for entry in plan.skipped] == [
+        ("dd_seq_write", "needs_filesystem"), ("fio_rand_write", "needs_raw_write"), ("fio_commit_rate", "needs_raw_write")]
+    lines = plan_lines(plan, 128 * MIB, None)
+    assert lines[2] == ("/dev/sdc: raw device /dev/sdc (raw_read), 1.0 GiB, logical block 512 B: tests run on the device "
+                        "node, each within min(test file, device), the ZCAV sweep over the whole device; nothing is "
+                        "created")
+    assert lines[-2].startswith("warning: /dev/sdc (raw_read): skipped fio_rand_write, fio_commit_rate: they write")
+    assert lines[-1].startswith("warning: /dev/sdc (raw_read): skipped dd_seq_write: they need a filesystem")
+
+
+def test_raw_write_also_runs_the_write_tests_within_the_device():
+    size = 200 * MIB
+    plan = build_plan([raw(size=size, granted="raw_write")], settings(profile="full"))
+    assert plan.tests == [test for test in CATALOG if test in READ_TESTS + WRITE_TESTS]
+    jobs = {job["test"]: job for job in plan.jobs}
+    assert jobs["dd_seq_write_direct"]["argv"] == ["dd", "if=/dev/zero", "of=/dev/sdc", "bs=1048576", "count=200",
+                                                   "oflag=direct", "conv=notrunc"]
+    assert jobs["dd_seq_write_direct"]["creates"] is None and jobs["dd_seq_write_direct"]["direction"] == "write"
+    commit = jobs["fio_commit_rate"]["fio"]
+    assert (commit["filename"], commit["direct"], commit["ioengine"], commit["fdatasync"]) == ("/dev/sdc", 0, "psync", 1)
+    assert commit["size"] == size and jobs["fio_commit_rate"]["cache_fence_bytes"] is None
+    for test in ("fio_seq_write", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30", "fio_commit_rate"):
+        assert jobs[test]["argv"] == ["fio", "--output-format=json"] and jobs[test]["fio"]["readonly"] is False
+    assert all(extent(job) <= size for job in plan.jobs)
+    assert all(job["target"]["class"] == "raw_write" for job in plan.jobs)
+    assert {entry["test"] for entry in plan.skipped} == set(FILESYSTEM_TESTS)
+
+
+@pytest.mark.parametrize(
+    ("targets", "overrides", "message"),
+    [
+        ([raw(granted=None)], {}, "targets[0] (/dev/sdc): the device has no granted class (got None): run the discover "
+                                  "role first; it grants raw_read/raw_write"),
+        ([raw(granted="filesystem")], {}, "targets[0] (/dev/sdc): the device has no granted class"),
+        ([raw("sdc")], {}, "targets[0].device must be the absolute path of a block device such as /dev/sdb, got 'sdc'"),
+        ([raw("/dev/disk/by-path/pci-0000:00:1f.2-ata-1")], {},
+         "targets[0].device '/dev/disk/by-path/pci-0000:00:1f.2-ata-1' (node '/dev/disk/by-path/pci-0000:00:1f.2-ata-1') "
+         "contains ':'"),
+        ([raw(size=0)], {}, "targets[0] (/dev/sdc): device_size_bytes must be a whole number >= 512, got 0"),
+        ([raw(), raw("/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", node="/dev/sdc")], {},
+         "diskproof_targets lists the same device more than once: /dev/sdc"),
+        ([disk(device="sdc"), raw(granted="raw_write")], {},
+         "targets[1] (/dev/sdc) is raw_write but the directory target /srv/a is on the same disk sdc"),
+        ([raw(logical=4096, physical=4096)], {"random_block_size": 2048},
+         "/dev/sdc: random_block_size 2048 is not a multiple of the logical block size: sdc has logical block size 4096"),
+        ([raw(size=512 * 1024)], {"tests": ("dd_seq_read",)},
+         "dd_seq_read on /dev/sdc: the device (524288 bytes) is smaller than one 1048576-byte block"),
+        ([TargetFacts(path="/dev/sdc", kind="block")], {}, "targets[0]: kind must be filesystem or raw, got 'block'"),
+    ],
+)
+def test_bad_raw_targets_are_refused(targets, overrides, message):
+    with pytest.raises(PlanError) as error:
+        build_plan(targets, settings(**overrides))
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_a_raw_read_device_under_a_mounted_filesystem_target_may_still_be_read():
+    plan = build_plan([disk(device="sdc"), raw()], settings(tests=("dd_seq_read",)))
+    assert [job["target"]["path"] for job in plan.jobs] == ["/srv/a", "/srv/a", "/dev/sdc"]
+
+
+def test_a_by_id_target_runs_on_its_node_and_keeps_its_name():
+    target = raw("/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", node="/dev/sdc", kname="sdc",
+                 identity={"device": "sdc", "disks": ["sdc"], "serial": "ZC1"})
+    plan = build_plan([target], settings(tests=("dd_seq_read",), keep_raw_dir="/var/tmp/evidence"))
+    (job,) = plan.jobs
+    assert job["argv"][1] == "if=/dev/sdc"
+    assert job["target"]["path"] == "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4" and job["target"]["serial"] == "ZC1"
+    assert job["keep_raw"] == "/var/tmp/evidence/dev_sdc" and plan.raw_dirs == ["/var/tmp/evidence/dev_sdc"]

@@ -1,8 +1,11 @@
-"""bench_plan through AnsibleModule on real directories: the plan, the run directory, refusals that write nothing."""
+"""bench_plan through AnsibleModule on real directories and a real loop device: the plan, the run directory,
+refusals that write nothing."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -64,7 +67,13 @@ def test_memory_figure_defaults_to_memtotal(tmp_path, capsys):
         ({"random_block_size": 100}, "random_block_size 100 is not a multiple of the logical block size"),
         ({"memory_bytes": 1 << 50}, "not enough free space on"),
         ({"targets": [{"path": "/nonexistent/diskproof"}]}, "targets[0].path /nonexistent/diskproof is not an existing directory"),
-        ({"targets": [{"device": "/dev/sdb"}]}, "targets[0] needs 'path'"),
+        ({"targets": [{"device": "/dev/diskproof-no-such-disk"}]},
+         "targets[0].device /dev/diskproof-no-such-disk: No such file or directory"),
+        ({"targets": [{"device": "/dev/null"}]}, "targets[0].device /dev/null is not a block device"),
+        ({"targets": [{"device": "dev/sdb"}]}, "targets[0].device must be the absolute path of a block device"),
+        ({"targets": [{}]}, "targets[0] needs exactly one of 'path' (a directory on the filesystem to test) or 'device'"),
+        ({"targets": [{"path": "/srv", "device": "/dev/sdb"}]}, "targets[0] needs exactly one of 'path'"),
+        ({"targets": [{"path": "/tmp", "mode": "raw_read"}]}, "targets[0]: mode raw_read does not go with path"),
     ],
 )
 def test_refusals_write_nothing(tmp_path, capsys, args, message):
@@ -82,3 +91,116 @@ def test_an_existing_run_directory_is_never_reused(tmp_path, capsys):
                               reserve_min_bytes=0)
     assert code == 1 and "exists already: not created by this run" in result["msg"]
     assert result["run_dirs"] == [] and (tmp_path / "diskproof-t3" / "keep").read_text() == "not ours"
+
+
+# --- raw block-device targets, on a loop device of our own ---------------------------------------------
+
+IMAGE_BYTES = 48 * MIB + 4096   # not a whole number of MiB: sizes must round down inside it
+
+
+@pytest.fixture(scope="module")
+def loop_device(tmp_path_factory):
+    """A loop device over a sparse file in a tmp dir; detached by name (only if still ours) afterwards."""
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup (creates a loop device)")
+    image = tmp_path_factory.mktemp("raw") / "disk.img"
+    with open(image, "wb") as handle:
+        handle.truncate(IMAGE_BYTES)
+    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        yield device
+    finally:
+        backing = "/sys/block/%s/loop/backing_file" % os.path.basename(device)
+        with open(backing, encoding="utf-8") as handle:
+            ours = handle.read().strip() == str(image)
+        assert ours, "%s is no longer the loop device of %s: left alone" % (device, image)
+        subprocess.run(["losetup", "-d", device], check=True)
+
+
+def counters(device):
+    with open("/sys/block/%s/stat" % os.path.basename(device), encoding="ascii") as handle:
+        fields = handle.read().split()
+    return int(fields[2]), int(fields[6])
+
+
+def test_a_raw_read_device_is_planned_from_stat_and_sysfs_and_nothing_is_created(loop_device, tmp_path, capsys):
+    before = counters(loop_device)
+    code, result = run_module(capsys, targets=[{"device": loop_device, "mode": "raw_read"}], profile="standard",
+                              memory_bytes=16 * MIB, run_id="r1", classes={loop_device: "raw_read"},
+                              keep_raw_dir=str(tmp_path / "raw"))
+    assert code == 0, result
+    assert result["changed"] is False and result["run_dirs"] == []
+    plan = result["plan"]
+    name = os.path.basename(loop_device)
+    assert plan["raw_targets"] == {loop_device: {"device_path": loop_device, "device": name, "class": "raw_read",
+                                                 "size_bytes": IMAGE_BYTES, "logical_block_size": 512,
+                                                 "physical_block_size": 512}}
+    assert plan["tests"] == ["dd_seq_read", "fio_seq_read", "fio_rand_read", "fio_rand_read_qd1", "ioping_latency"]
+    jobs = {job["test"]: job for job in plan["jobs"]}
+    assert jobs["dd_seq_read"]["argv"] == ["dd", "if=" + loop_device, "of=/dev/null", "bs=1048576", "count=32",
+                                           "iflag=direct"]
+    assert jobs["fio_rand_read"]["fio"]["filename"] == loop_device and jobs["fio_rand_read"]["fio"]["size"] == 32 * MIB
+    assert jobs["ioping_latency"]["argv"][-3:] == ["-S", str(IMAGE_BYTES), loop_device]
+    assert all(job["target"]["class"] == "raw_read" and job["target"]["device"] == name for job in plan["jobs"])
+    assert "they write to the device" in json.dumps(result["warnings"])
+    assert any(line.startswith("%s: raw device %s (raw_read), 48.0 MiB" % (loop_device, loop_device))
+               for line in result["lines"])
+    assert os.listdir(tmp_path / "raw") == ["dev_" + name]   # only keep_raw_dir, never anything on the device
+    assert counters(loop_device)[1] == before[1]
+
+
+def test_the_zcav_sweep_covers_the_whole_loop_device(loop_device, capsys):
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device}], tests=["zcav_sweep"],
+                              memory_bytes=4 * MIB, classes={loop_device: "raw_read"})
+    assert code == 0, result
+    (job,) = result["plan"]["jobs"]
+    last = job["sweep"][-1]
+    assert job["sweep"][0]["offset_bytes"] == 0 and last["offset_bytes"] + job["params"]["chunk_bytes"] == 48 * MIB
+
+
+def test_a_device_without_a_granted_class_is_refused(loop_device, capsys):
+    for classes in ({}, {"/dev/diskproof-other": "raw_write"}, {loop_device: "filesystem"}):
+        code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device}], memory_bytes=16 * MIB,
+                                  classes=classes)
+        assert code == 1 and result["msg"] == (
+            "targets[0].device %s has no granted class: run the discover role first; it grants raw_read/raw_write "
+            "(raw_write only behind the destructive interlock, docs/discover.md), and the benchmark role passes them "
+            "in 'classes'" % loop_device)
+
+
+def test_a_class_granted_under_another_name_of_the_node_counts(loop_device, tmp_path, capsys):
+    alias = tmp_path / "by-id-alias"
+    alias.symlink_to(loop_device)
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": str(alias)}], tests=["dd_seq_read"],
+                              memory_bytes=16 * MIB, classes={loop_device: "raw_read"})
+    assert code == 0, result
+    (job,) = result["plan"]["jobs"]
+    # Named as the inventory names it, run on the real node.
+    assert job["target"]["path"] == str(alias) and job["argv"][1] == "if=" + loop_device
+
+
+def test_mode_raw_read_wins_over_a_granted_raw_write_and_raw_write_needs_the_grant(loop_device, capsys):
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_read"}],
+                              profile="quick", memory_bytes=16 * MIB, classes={loop_device: "raw_write"})
+    assert code == 0 and result["plan"]["tests"] == ["dd_seq_read", "fio_rand_read"]
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_write"}],
+                              memory_bytes=16 * MIB, classes={loop_device: "raw_read"})
+    assert code == 1 and result["msg"].startswith(
+        "targets[0].device %s asks mode raw_write but was granted only raw_read: writing a bare device needs class "
+        "raw_write" % loop_device)
+    assert "diskproof_destructive_allow" in result["msg"]
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_write"}],
+                              profile="quick", memory_bytes=16 * MIB, classes={loop_device: "raw_write"})
+    assert code == 0 and result["plan"]["tests"] == ["dd_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"]
+
+
+def test_an_explicit_write_test_on_raw_read_is_refused_and_writes_nothing(loop_device, capsys):
+    before = counters(loop_device)
+    code, result = run_module(capsys, targets=[{"device": loop_device}], tests=["dd_seq_read", "dd_seq_write_direct"],
+                              memory_bytes=16 * MIB, classes={loop_device: "raw_read"})
+    assert code == 1 and result["run_dirs"] == []
+    assert result["msg"].startswith("benchmark plan refused, nothing was written: targets[0] (%s) is raw_read: "
+                                    "dd_seq_write_direct writes to the device" % loop_device)
+    assert "diskproof_destructive" in result["msg"] and "docs/discover.md" in result["msg"]
+    assert counters(loop_device)[1] == before[1]
