@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import bonnie, dd, fio, ioping, sysbench
@@ -245,8 +246,24 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+def describe_signal(exit_code: int) -> str:
+    """'killed by signal 9 (SIGKILL)' for the negative exit code subprocess reports for a signal."""
+    try:
+        name = signal.Signals(-exit_code).name
+    except ValueError:
+        name = "unknown signal"
+    return "killed by signal %d (%s)" % (-exit_code, name)
+
+
 def apply_exit_code(records: List[Dict[str, Any]], exit_code: Optional[int], text: str) -> None:
-    """A non-zero exit with no record carrying an error marks every record failed with the last output line."""
+    """A non-zero exit with no record carrying an error marks every record failed with the last output line.
+
+    A tool killed by a signal says so first, whatever its partial output made of the records.
+    """
+    if exit_code is not None and exit_code < 0:
+        for record in records:
+            record["error"] = describe_signal(exit_code) + ("; " + record["error"] if record["error"] else "")
+        return
     if not exit_code or any(record["error"] for record in records):
         return
     for record in records:

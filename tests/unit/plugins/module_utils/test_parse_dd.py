@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
     apply_exit_code,
+    describe_signal,
     dd,
     detect,
     error_result,
@@ -303,6 +304,12 @@ def test_run_helpers():
     assert tool_errors(records, 3) == ["exit code 3: last words"]
     assert tool_errors([{"error": None}], 2) == ["exit code 2"]
     assert tool_errors([{"error": None}], 0) == []
+    # A tool killed by a signal (subprocess reports -N) says so before whatever else went wrong.
+    killed = [{"error": None}, {"error": "expected dd status output"}]
+    apply_exit_code(killed, -9, "")
+    assert killed == [{"error": "killed by signal 9 (SIGKILL)"},
+                      {"error": "killed by signal 9 (SIGKILL); expected dd status output"}]
+    assert describe_signal(-15) == "killed by signal 15 (SIGTERM)" and describe_signal(-200).endswith("(unknown signal)")
 
 
 @pytest.mark.parametrize("summary", [
