@@ -6,8 +6,8 @@
 
 Both run on a scratch directory of this machine's own disk (created here, removed at the end),
 interleaved round by round so the drift of a shared virtual disk hits both sides alike:
-each round runs validate.yml (quick profile, cache fence, 2 runs per test) and then the hand-run
-commands, each twice. Prints per test the median of diskproof's samples, the median of the hand
+each round runs validate.yml (quick profile, 2 runs per test; the test file sized by a cache fence,
+or with --no-fence by a declared memory figure) and then the hand-run commands, each twice. Prints per test the median of diskproof's samples, the median of the hand
 runs, and their difference. Target (issue): within 10 %.
 
     sudo .venv/bin/python benchmarks/localhost_vs_hand.py --rounds 3 --dir /var/tmp/diskproof-scratch
@@ -77,9 +77,13 @@ def hand_round(directory: str, size: int, runtime: int, runs: int) -> Dict[str, 
     return figures
 
 
-def diskproof_round(directory: str, fence: int, runtime: int, runs: int, report_dir: str) -> Dict[str, List[float]]:
+def diskproof_round(directory: str, fence: int, runtime: int, runs: int, report_dir: str,
+                    fenced: bool) -> Dict[str, List[float]]:
+    # Without the fence the same file size comes from a declared memory figure, and buffered
+    # tests run as the hand-run dd does: with the whole page cache of this machine.
+    sizing = {"diskproof_cache_fence_bytes": fence} if fenced else {"diskproof_memory_bytes": fence}
     extra = {"diskproof_hosts": "localhost", "diskproof_targets": [{"path": directory}], "diskproof_become": False,
-             "diskproof_cache_fence_bytes": fence, "benchmark_profile": "quick", "benchmark_repeats": runs,
+             **sizing, "benchmark_profile": "quick", "benchmark_repeats": runs,
              "benchmark_max_repeats": runs, "benchmark_fio_runtime_s": runtime,
              # This machine's own services and load are not ours to judge: no idle wait failure.
              "quiesce_state_dir": os.path.join(directory, "state"), "quiesce_idle_on_timeout": "continue",
@@ -100,6 +104,8 @@ def main() -> int:
     parser.add_argument("--fence", type=int, default=1 << 30, help="cache fence, bytes (test file = 2 x fence)")
     parser.add_argument("--runtime", type=int, default=10, help="fio seconds per run")
     parser.add_argument("--tolerance", type=float, default=0.10)
+    parser.add_argument("--no-fence", action="store_true",
+                        help="size from diskproof_memory_bytes instead of a cache fence (buffered tests unfenced, as by hand)")
     args = parser.parse_args()
     created = not os.path.exists(args.dir)
     os.makedirs(args.dir, exist_ok=True)
@@ -107,7 +113,8 @@ def main() -> int:
     hand: Dict[str, List[float]] = {}
     try:
         for round_number in range(1, args.rounds + 1):
-            for test, values in diskproof_round(args.dir, args.fence, args.runtime, 2, "/tmp/diskproof-localhost").items():
+            for test, values in diskproof_round(args.dir, args.fence, args.runtime, 2, "/tmp/diskproof-localhost",
+                                                not args.no_fence).items():
                 ours.setdefault(test, []).extend(values)
             for test, values in hand_round(args.dir, 2 * args.fence, args.runtime, 2).items():
                 hand.setdefault(test, []).extend(values)
