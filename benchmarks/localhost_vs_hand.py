@@ -7,8 +7,9 @@
 Both run on a scratch directory of this machine's own disk (created here, removed at the end),
 interleaved round by round so the drift of a shared virtual disk hits both sides alike:
 each round runs validate.yml (quick profile, 2 runs per test; the test file sized by a cache fence,
-or with --no-fence by a declared memory figure) and then the hand-run commands, each twice. Prints per test the median of diskproof's samples, the median of the hand
-runs, and their difference. Target (issue): within 10 %.
+or with --no-fence by a declared memory figure) and then the hand-run commands, each twice.
+Prints per test the median of diskproof's samples, the median of the hand runs, and their
+difference. Target (issue): within 10 %.
 
     sudo .venv/bin/python benchmarks/localhost_vs_hand.py --rounds 3 --dir /var/tmp/diskproof-scratch
 """
