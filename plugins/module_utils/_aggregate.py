@@ -44,10 +44,14 @@ judged without keeping its records in memory (docs/benchmarks.md).
 """
 from __future__ import annotations
 
+import bisect
+import collections
 import copy
 import fnmatch
+import itertools
 import json
 import math
+import operator
 import re
 import statistics
 from collections.abc import Mapping as _MappingABC
@@ -570,13 +574,32 @@ def coefficient_of_variation(samples: Sequence[float]) -> Optional[float]:
 
 def describe(values: Sequence[float]) -> Dict[str, Any]:
     """count, median, MAD, min and max of a non-empty sequence."""
+    center, mad = _median_and_mad(values)
     return {
         "measured": len(values),
-        "median": median(values),
-        "mad": median_absolute_deviation(values),
+        "median": center,
+        "mad": mad,
         "min": float(min(values)),
         "max": float(max(values)),
     }
+
+
+def _sorted_median(ordered: Sequence[float]) -> float:
+    # statistics.median of values already sorted (it sorts them first, then takes the middle).
+    count = len(ordered)
+    if not count:
+        raise ValueError("median of an empty sequence")
+    middle = count // 2
+    if count % 2 == 1:
+        return float(ordered[middle])
+    return float((ordered[middle - 1] + ordered[middle]) / 2)
+
+
+def _median_and_mad(values: Sequence[float]) -> Tuple[float, float]:
+    """(median, median_absolute_deviation) of values, sorting each list once (the same lists,
+    in the same order, as ``median`` and ``median_absolute_deviation`` sort: the same floats)."""
+    center = _sorted_median(sorted(values))
+    return center, _sorted_median(sorted([abs(value - center) for value in values]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -983,20 +1006,24 @@ class _Judge:
     """Judges records of one fleet: peer groups described once, keys built once per identity."""
 
     def __init__(self, groups: Dict[Tuple[GroupKey, str], List[float]], settings: Settings, rules: Sequence[Mapping[str, Any]],
-                 baseline: Optional[Mapping[Tuple[str, str, str, str], float]]) -> None:
+                 baseline: Optional[Mapping[Tuple[str, str, str, str], float]],
+                 described: Optional[Mapping[Tuple[GroupKey, str], Mapping[str, Any]]] = None, keys: Optional["_GroupKeys"] = None) -> None:
         self.settings = settings
         self.rules = rules
         self.baseline = baseline
         self.stats: Dict[Tuple[GroupKey, str], _Group] = {}
         for group, values in groups.items():
             if len(values) >= MIN_PEERS:
-                center = median(values)
-                self.stats[group] = _Group(len(values), center, median_absolute_deviation(values),
-                                           " vs median %s (n=%d)" % (format_metric(group[1], center), len(values)))
+                if described is not None and group in described:
+                    center, mad = described[group]["median"], described[group]["mad"]
+                else:
+                    center, mad = _median_and_mad(values)
+                self.stats[group] = _Group(len(values), center, mad, " vs median %s (n=%d)" % (format_metric(group[1], center), len(values)))
         self.sizes = {group: len(values) for group, values in groups.items()}
-        self.key = _GroupKeys(settings.peer_group)
+        self.key = keys if keys is not None else _GroupKeys(settings.peer_group)
 
-    def judge(self, host: str, record: Any, facts: RecordFacts) -> Entry:
+    def judge(self, host: str, record: Any, facts: RecordFacts, key: Optional[GroupKey] = None) -> Entry:
+        """The entry of a record; ``key``: its group key when the caller has it already."""
         # Once per record (117,000 times for 10,000 hosts): locals and inline arithmetic.
         error = facts.error
         if error:
@@ -1006,7 +1033,8 @@ class _Judge:
             return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, REASON_NO_FIGURE)
         value: float = facts.metric_value  # type: ignore[assignment]
         settings = self.settings
-        key = self.key(facts)
+        if key is None:
+            key = self.key(facts)
         notes: List[str] = [facts.note] if facts.note else []
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
         if self.rules:
@@ -1110,42 +1138,92 @@ def _facts_of(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Dic
     return {host: [(record, record_facts(record)) for record in records] for host, records in records_by_host.items()}
 
 
-def _peer_values(facts_by_host: RecordsWithFacts, peer_group: str) -> Dict[Tuple[GroupKey, str], List[float]]:
+def _peer_values(facts_by_host: RecordsWithFacts, peer_group: str, key_of: Optional[_GroupKeys] = None,
+                 keys_by_host: Optional[Dict[str, List[Optional[GroupKey]]]] = None) -> Dict[Tuple[GroupKey, str], List[float]]:
+    # keys_by_host, when given, receives each record's group key (None when it is not measured),
+    # in the order of its host's records: judging then reads them instead of building them again.
     groups: Dict[Tuple[GroupKey, str], List[float]] = {}
-    key_of = _GroupKeys(peer_group)
-    for records in facts_by_host.values():
+    key_of = key_of if key_of is not None else _GroupKeys(peer_group)
+    for host, records in facts_by_host.items():
+        keys: List[Optional[GroupKey]] = []
         for _record, facts in records:
-            metric = _measured_metric(facts)
-            if metric is None:
+            # _measured_metric, inline.
+            name = facts.metric_name
+            if facts.error or facts.invalid is not None or name is None:
+                keys.append(None)
                 continue
             key = key_of(facts)
-            values = groups.get((key, metric[0]))
+            keys.append(key)
+            values = groups.get((key, name))
             if values is None:
-                values = groups[(key, metric[0])] = []
-            values.append(metric[1])
+                values = groups[(key, name)] = []
+            values.append(facts.metric_value)
+        if keys_by_host is not None:
+            keys_by_host[host] = keys
     return groups
+
+
+_DEVIATION = operator.itemgetter(8)  # Entry.deviation_from_median
+_VERDICT = operator.itemgetter(3)  # Entry.verdict
+
+
+def _tie_key(entry: Entry) -> Tuple[Any, Any, Any]:
+    # _entry_sort_key after verdict and deviation.
+    facts = entry.facts
+    return (entry.host, (facts.target[0] if facts is not None else None) or "", (facts.test if facts is not None else None) or "")
+
+
+def _sort_entries(entries: List[Entry]) -> List[Entry]:
+    """``sorted(entries, key=_entry_sort_key)``, faster: verdict by verdict, by deviation alone
+    (float keys: the fast comparison), then host, path and test only among equal deviations.
+    Stable, like the one sort: the same order. NaN deviations: the one sort."""
+    verdicts = list(map(_VERDICT, entries))
+    present = collections.Counter(verdicts)
+    ordered: List[Entry] = []
+    for verdict in sorted(present, key=_RANK.__getitem__):
+        bucket = entries if len(present) == 1 else list(itertools.compress(entries, map(operator.eq, verdicts, itertools.repeat(verdict))))
+        deviations = [0.0 if deviation is None else deviation for deviation in map(_DEVIATION, bucket)]
+        if any(map(math.isnan, deviations)):  # NaN: no total order to split on
+            ordered.extend(sorted(bucket, key=_entry_sort_key))
+            continue
+        order = sorted(range(len(bucket)), key=deviations.__getitem__)
+        if len(set(deviations)) < len(deviations):
+            # Runs of equal deviations (in input order: the sort is stable), ordered by the rest of the key.
+            in_order = list(map(deviations.__getitem__, order))
+            for value, count in collections.Counter(deviations).items():
+                if count > 1:
+                    start = bisect.bisect_left(in_order, value)
+                    end = start + count
+                    order[start:end] = sorted(order[start:end], key=lambda index: _tie_key(bucket[index]))
+        ordered.extend(map(bucket.__getitem__, order))
+    return ordered
 
 
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
                   rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None
                   ) -> Tuple[List[Entry], List[Dict[str, Any]]]:
     """(entries worst first, peer group rows) for ``{host: [(record, facts)]}``; see ``judge_fleet``."""
-    groups = _peer_values(facts_by_host, settings.peer_group)
-    judge = _Judge(groups, settings, rules, baseline)
+    key_of = _GroupKeys(settings.peer_group)
+    keys_by_host: Dict[str, List[Optional[GroupKey]]] = {}
+    groups = _peer_values(facts_by_host, settings.peer_group, key_of, keys_by_host)
+    described = {group: describe(values) for group, values in groups.items()}
+    judge = _Judge(groups, settings, rules, baseline, described, key_of).judge
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
         records = facts_by_host.get(host) or []
-        entries.extend([judge.judge(host, record, facts) for record, facts in records])
+        if records:
+            entries.extend([judge(host, record, facts, key) for (record, facts), key in zip(records, keys_by_host[host])])
         entries.extend(_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
-    entries.sort(key=_entry_sort_key)
-    return entries, _group_rows(groups)
+    return _sort_entries(entries), _group_rows(groups, described)
 
 
-def _group_rows(groups: Mapping[Tuple[GroupKey, str], Sequence[float]]) -> List[Dict[str, Any]]:
+def _group_rows(groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
+                described: Optional[Mapping[Tuple[GroupKey, str], Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
     rows = []
-    for (key, metric_name), values in sorted(groups.items()):
+    for group, values in sorted(groups.items()):
+        key, metric_name = group
         row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
-        row.update(describe(values))
+        row.update(described[group] if described is not None else describe(values))
         row["judged"] = len(values) >= MIN_PEERS
         rows.append(row)
     return rows
@@ -1267,15 +1345,20 @@ def _json_number(value: Any) -> str:
 class EntryEncoder:
     """An entry as one line of report.json without building its dict.
 
-    ``parts(entry)`` returns the text before and after the record: ``before + record JSON +
-    after`` is exactly ``json_compact(entry_dict(entry))`` when the record JSON is
-    ``json_compact(record)`` (tested). Strings and group keys seen once are encoded once.
+    ``line(entry, record_json)`` is exactly ``json_compact(entry_dict(entry))`` when
+    ``record_json`` is ``json_compact(record)`` (any JSON text goes in as it is); ``parts(entry)``
+    returns the text before and after the record (tested). Strings, targets and groups seen once
+    are encoded once.
     """
 
     def __init__(self) -> None:
         self._strings: Dict[str, str] = {}
         self._groups: Dict[Tuple[GroupKey, Any], str] = {}
         self._targets: Dict[int, Tuple[Tuple[Any, ...], str, str]] = {}
+        # id(group) -> (target, group, test, center, '"device":..,"group":..,"group_median":..', '"target_path":..,"test":..'):
+        # the text every judged entry of a target and test shares (judging shares one group key
+        # object among the records of one target tuple and test: the key is checked, not trusted).
+        self._statics: Dict[int, Tuple[Any, ...]] = {}
 
     def _text(self, value: Any) -> str:
         if type(value) is not str:
@@ -1309,8 +1392,51 @@ class EntryEncoder:
                 self._groups[(group, center)] = encoded
         return encoded
 
+    def _static(self, target: Tuple[Any, ...], group: GroupKey, test: Any, center: float) -> Tuple[Any, ...]:
+        path, device = self._target(target)
+        static = (target, group, test, center, '"device":%s,%s' % (device, self._group(group, center)),
+                  '"target_path":%s,"test":%s' % (path, self._text(test)))
+        if len(self._statics) < 10000:
+            # The objects stay referenced here: their ids cannot be reused while cached.
+            self._statics[id(group)] = static
+        return static
+
+    def line(self, entry: Entry, record_json: str) -> str:
+        """The entry's report.json text (``json_compact`` of ``entry_dict``) around the record's JSON text."""
+        before, after = self.parts(entry)
+        return "".join((before, record_json, after))
+
     def parts(self, entry: Entry) -> Tuple[str, str]:
-        # Once per entry (117,000 times for 10,000 hosts): the usual cases inline.
+        """(text before the record, text after it) of the entry's report.json line."""
+        # Once per entry (117,000 times for 10,000 hosts). The usual entry (judged against its
+        # group, one finding, no notes, no baseline, finite figures) in two formats.
+        host, _record, facts, verdict, findings, notes, group, center, deviation, z_score, reference, change = entry
+        if (facts is not None and group is not None and reference is None and change is None and not notes and len(findings) == 1
+                and type(deviation) is float and (z_score is None or type(z_score) is float)):
+            value = facts[6]
+            z_value = 0.0 if z_score is None else z_score
+            if type(value) is float and deviation - deviation + value - value + z_value - z_value == 0.0:  # all finite
+                target, test = facts[1], facts[0]
+                static = self._statics.get(id(group))
+                if static is None or static[0] is not target or static[1] is not group or static[2] is not test or not static[3] == center:
+                    static = self._static(target, group, test, center)
+                disk_id = facts[2]
+                if type(disk_id) is not str or not disk_id:
+                    disk_id = facts[3] if disk_id is None or disk_id == "" else disk_id
+                    serial = "null" if disk_id is None or disk_id == "" else self._text(disk_id if type(disk_id) is str else str(disk_id))
+                else:
+                    serial = encode_basestring_ascii(disk_id)
+                host_text = self._strings.get(host)
+                if host_text is None:
+                    host_text = self._text(host)
+                reason = encode_basestring_ascii(findings[0][1])
+                return (('{"baseline_value":null,"deviation_from_baseline":null,"deviation_from_median":%r,%s,"host":%s,"notes":[],'
+                         '"primary_metric":{"name":"%s","value":%r},"reason":%s,"reasons":[{"reason":%s,"verdict":"%s"}],"record":') % (
+                    deviation, static[4], host_text, facts[5], value, reason, reason, verdict),
+                    ',"robust_z":%s,"serial":%s,%s,"verdict":"%s"}' % ("null" if z_score is None else repr(z_score), serial, static[5], verdict))
+        return self._parts(entry)
+
+    def _parts(self, entry: Entry) -> Tuple[str, str]:
         host, _record, facts, verdict, findings, notes, group, center, deviation, z_score, reference, change = entry
         text = self._text
         if len(findings) == 1:
@@ -1335,18 +1461,14 @@ class EntryEncoder:
                 group_text = '"group":null,"group_median":%s' % _json_number(center)
             else:
                 value = facts[6]
-                primary = '{"name":"%s","value":%s}' % (facts[5], float.__repr__(value) if type(value) is float and value - value == 0.0
-                                                        else _json_number(value))
+                primary = '{"name":"%s","value":%s}' % (facts[5], _json_number(value))
                 group_text = self._group(group, center)
         before = ('{"baseline_value":%s,"deviation_from_baseline":%s,"deviation_from_median":%s,"device":%s,%s,'
                   '"host":%s,"notes":%s,"primary_metric":%s,"reason":%s,"reasons":%s,"record":') % (
-            "null" if reference is None else _json_number(reference), "null" if change is None else _json_number(change),
-            "null" if deviation is None else float.__repr__(deviation) if type(deviation) is float and deviation - deviation == 0.0
-            else _json_number(deviation), device, group_text, text(host), _JSON_ENCODE(list(notes)) if notes else "[]", primary, reason,
-            reasons)
+            _json_number(reference), _json_number(change), _json_number(deviation), device, group_text, text(host),
+            _JSON_ENCODE(list(notes)) if notes else "[]", primary, reason, reasons)
         after = ',"robust_z":%s,"serial":%s,"target_path":%s,"test":%s,"verdict":"%s"}' % (
-            "null" if z_score is None else float.__repr__(z_score) if type(z_score) is float and z_score - z_score == 0.0
-            else _json_number(z_score), serial, path, test, verdict)
+            _json_number(z_score), serial, path, test, verdict)
         return before, after
 
 
@@ -1384,13 +1506,17 @@ def _summary(counts: Dict[str, int], total: int, failing: List[Dict[str, Any]], 
 def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = ()) -> Dict[str, Any]:
     """``summarize`` for compact entries already worst first (``judge_entries``)."""
     counts = {verdict: 0 for verdict in VERDICTS}
+    verdicts = list(map(_VERDICT, entries))
+    for verdict, count in collections.Counter(verdicts).items():
+        counts[verdict] += count
     failing = []
-    for entry in entries:
-        counts[entry.verdict] += 1
-        if entry.verdict in FAILING_VERDICTS:
-            path, device, serial, test = entry_target(entry)
-            failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
-                            "verdict": entry.verdict, "reason": entry_reason(entry)})
+    if counts[VERDICT_PASS] + counts[VERDICT_UNSTABLE] < len(entries):
+        failing_verdicts = frozenset(FAILING_VERDICTS)
+        for entry, verdict in zip(entries, verdicts):
+            if verdict in failing_verdicts:
+                path, device, serial, test = entry_target(entry)
+                failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
+                                "verdict": verdict, "reason": entry_reason(entry)})
     return _summary(counts, len(entries), failing, input_errors)
 
 

@@ -16,8 +16,10 @@ The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI 
   nothing passed or failed); pass and unstable pass.
 
 ``JunitWriter`` takes the entries one at a time (``add`` a report entry, or ``add_case`` its
-fields) and writes the file host by host: a fleet's junit.xml is never one string or one
-element tree. The text is what ElementTree wrote with two-space indentation, byte for byte.
+fields, or ``defer`` anything ``write`` turns into those fields when it reaches that host) and
+writes the file host by host: a fleet's junit.xml is never one string or one element tree (with
+``defer``, only one testsuite's testcases are text at a time). The text is what ElementTree
+wrote with two-space indentation, byte for byte.
 """
 from __future__ import annotations
 
@@ -32,6 +34,11 @@ PACKAGE = "diskproof.fleet"
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 RUN_PROPERTIES = ("started", "finished", "controller_hostname", "ansible_version", "collection_version", "playbook", "inventory_size")
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# add_case's arguments after the host: test, target path, seconds, verdict, reason, findings, notes.
+CaseFields = Tuple[Any, Any, float, str, Any, Sequence[Tuple[Any, Any]], Iterable[Any]]
+# add_case's fast path tests exact types (type(x) is str): text test ids, paths and seconds; anything
+# else takes the general one.
+# pylint: disable=unidiomatic-typecheck
 _CHILD_TAGS = dict([(verdict, "failure") for verdict in FAILURE_VERDICTS] + [(verdict, "error") for verdict in ERROR_VERDICTS])
 
 
@@ -102,9 +109,10 @@ def _timestamp(run: Mapping[str, Any]) -> str:
 class _Suite:
     """One host's testcases (already XML), counted as they come."""
 
-    __slots__ = ("cases", "failures", "errors", "time", "out")
+    __slots__ = ("cases", "failures", "errors", "time", "out", "classname")
 
-    def __init__(self) -> None:
+    def __init__(self, classname: str) -> None:
+        self.classname = classname  # the host as an attribute value
         self.cases: List[str] = []
         self.failures = 0
         self.errors = 0
@@ -122,10 +130,11 @@ class JunitWriter:
     def __init__(self, report: Mapping[str, Any]) -> None:
         self.run: Mapping[str, Any] = report.get("run") or {}
         self.hosts: Mapping[str, Any] = report.get("hosts") or {}
-        self._suites: Dict[str, _Suite] = {host: _Suite() for host in self.hosts}
+        self._suites: Dict[str, _Suite] = {host: _Suite(_attribute(host)) for host in self.hosts}
         self._names: Dict[Tuple[Any, ...], str] = {}
         self._attributes: Dict[str, str] = {}
-        self._classnames: Dict[str, str] = {}
+        self._by_path: Dict[str, Dict[str, Tuple[str, str]]] = {}  # target path -> test -> (name, attribute): text ones
+        self._deferred: Dict[str, List[Any]] = {}  # host -> items given to ``defer``, in order
         self._run_properties: Optional[str] = None
 
     def add(self, entry: Mapping[str, Any]) -> None:
@@ -137,12 +146,49 @@ class JunitWriter:
     def add_case(self, host: str, test: Any, target_path: Any, seconds: float, verdict: str, reason: Any,
                  findings: Sequence[Tuple[Any, Any]], notes: Iterable[Any]) -> None:
         """An entry given by its fields: ``findings`` are (verdict, reason) pairs, worst first."""
+        # Once per entry (117,000 times for 10,000 hosts): the usual testcase (text test and path,
+        # one finding that is not unstable, no notes) without a call.
         suite = self._suites.get(host)
         if suite is None:
-            suite = self._suites[host] = _Suite()
-        classname = self._classnames.get(host)
-        if classname is None:
-            classname = self._classnames[host] = _attribute(host)
+            suite = self._suites[host] = _Suite(_attribute(host))
+        classname = suite.classname
+        by_test = self._by_path.get(target_path) if type(target_path) is str else None
+        names = by_test.get(test) if by_test is not None and type(test) is str else None
+        if names is None:
+            names = self._case_names(test, target_path)
+        suite.time += seconds
+        tag = _CHILD_TAGS.get(verdict) if isinstance(verdict, str) else None
+        if tag is None:
+            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f" />\n' % (names[1], classname, seconds))
+        else:
+            if tag == "failure":
+                suite.failures += 1
+            else:
+                suite.errors += 1
+            text = _escape_text(xml_text("\n".join("%s: %s" % (finding, why) for finding, why in findings)))
+            child = '<%s type="%s" message="%s"' % (tag, _attribute(verdict), _attribute(reason))
+            child += (">%s</%s>" % (text, tag)) if text else " />"
+            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f">\n      %s\n    </testcase>\n' % (
+                names[1], classname, seconds, child))
+        if len(findings) > 1 or (findings and findings[0][0] == "unstable"):
+            for finding, why in findings:
+                if finding == "unstable":
+                    suite.out.append("%s: unstable: %s" % (names[0], why))
+        for note in notes:
+            suite.out.append("%s: note: %s" % (names[0], note))
+
+    def defer(self, host: str, item: Any) -> None:
+        """A testcase of ``host`` whose fields ``write`` asks for (``fields_of(item)``) when it
+        writes that host's testsuite: only one testsuite's testcases are ever held as text."""
+        items = self._deferred.get(host)
+        if items is None:
+            items = self._deferred[host] = []
+            if host not in self._suites:
+                self._suites[host] = _Suite(_attribute(host))
+        items.append(item)
+
+    def _case_names(self, test: Any, target_path: Any) -> Tuple[str, str]:
+        """(testcase name, the name as an attribute value) of a test and target path."""
         try:
             # Types in the key: True == 1, but "True /d0" is not "1 /d0".
             name_key: Optional[Tuple[Any, ...]] = (type(test), test, type(target_path), target_path)
@@ -158,25 +204,10 @@ class JunitWriter:
             name_attribute = _attribute(name)
             if len(self._attributes) < 10000:
                 self._attributes[name] = name_attribute
-        suite.time += seconds
-        tag = _CHILD_TAGS.get(verdict) if isinstance(verdict, str) else None
-        if tag is None:
-            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f" />\n' % (name_attribute, classname, seconds))
-        else:
-            if tag == "failure":
-                suite.failures += 1
-            else:
-                suite.errors += 1
-            text = _escape_text(xml_text("\n".join("%s: %s" % (finding, why) for finding, why in findings)))
-            child = '<%s type="%s" message="%s"' % (tag, _attribute(verdict), _attribute(reason))
-            child += (">%s</%s>" % (text, tag)) if text else " />"
-            suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f">\n      %s\n    </testcase>\n' % (
-                name_attribute, classname, seconds, child))
-        for finding, why in findings:
-            if finding == "unstable":
-                suite.out.append("%s: unstable: %s" % (name, why))
-        for note in notes:
-            suite.out.append("%s: note: %s" % (name, note))
+        names = (name, name_attribute)
+        if type(test) is str and type(target_path) is str and len(self._by_path) < 10000:
+            self._by_path.setdefault(target_path, {})[test] = names
+        return names
 
     def _properties(self, host: str) -> str:
         if self._run_properties is None:
@@ -187,8 +218,9 @@ class JunitWriter:
         host_info = self.hosts.get(host) or {}
         return '      <property name="host_status" value="%s" />\n%s' % (_attribute(host_info.get("status")), self._run_properties)
 
-    def write(self, write: Callable[[str], Any]) -> None:
-        """The whole file, one testsuite at a time."""
+    def write(self, write: Callable[[str], Any], fields_of: Optional[Callable[[Any], CaseFields]] = None) -> None:
+        """The whole file, one testsuite at a time. ``fields_of`` turns a deferred item into the
+        arguments of ``add_case`` after the host (needed when items were deferred)."""
         write(HEADER)
         hosts = sorted(self._suites)
         if not hosts:
@@ -199,7 +231,14 @@ class JunitWriter:
         hostname = _attribute(self.run.get("controller_hostname") or "localhost")
         for index, host in enumerate(hosts):
             suite = self._suites[host]
-            name = _attribute(host)
+            items = self._deferred.pop(host, None)
+            if items:
+                if fields_of is None:
+                    raise ValueError("testcases were deferred: write needs fields_of")
+                add_case = self.add_case
+                for item in items:
+                    add_case(host, *fields_of(item))
+            name = suite.classname
             write('  <testsuite name="%s" package="%s" id="%d" timestamp="%s" hostname="%s" tests="%d" failures="%d" errors="%d" '
                   'skipped="0" time="%.3f">\n' % (name, name, index, _attribute(timestamp), hostname, len(suite.cases), suite.failures,
                                                   suite.errors, suite.time))

@@ -713,3 +713,35 @@ def test_shared_facts_keep_true_and_1_apart():
     _sections, entries = agg.judge_report(facts_by_host, {}, {}, settings=agg.make_settings())
     assert {entry.host: entry.group for entry in entries} == {
         "h1": ("dd_seq_write", "rotational=true"), "h2": ("dd_seq_write", "rotational=1"), "h3": ("dd_seq_write", "rotational=true")}
+
+
+def test_entry_encoder_line_is_parts_around_the_record():
+    records_by_host, statuses, baseline = _every_kind_of_entry()
+    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+    _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
+    encoder = agg.EntryEncoder()
+    for _round in range(2):  # the second time from the caches
+        for entry in entries:
+            record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
+            assert encoder.line(entry, record_json) == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
+
+
+def test_sort_entries_is_the_one_sort():
+    records_by_host, statuses, _baseline = _every_kind_of_entry()
+    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+    _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings())
+    # Ties on verdict and deviation (and -0.0 == 0.0), broken by host, path, test, then input order.
+    varied = []
+    for index, entry in enumerate(entries * 4):
+        deviation = (None, 0.0, -0.0, -0.25, 0.25, entry.deviation_from_median)[index % 6]
+        varied.append(entry._replace(deviation_from_median=deviation, host=("b", "a", entry.host)[index % 3],
+                                     verdict=agg.VERDICTS[(index * 5) % len(agg.VERDICTS)]))
+    for sample in (varied, varied[::-1], varied[::3], varied[:1], []):
+        assert [id(entry) for entry in agg._sort_entries(list(sample))] == [id(entry) for entry in sorted(sample, key=agg._entry_sort_key)]
+    with_nan = [varied[0]._replace(deviation_from_median=float("nan"))] + varied[1:20]
+    assert [id(entry) for entry in agg._sort_entries(with_nan)] == [id(entry) for entry in sorted(with_nan, key=agg._entry_sort_key)]
+
+
+@pytest.mark.parametrize("values", [[1.0], [3.0, 1.0], [5.0, 1.0, 2.0, 2.0], [2, 7, 1, 8, 2, 8], [1e9, -1e9, 0.1, 0.2, 0.3]])
+def test_median_and_mad_in_one_sort_each(values):
+    assert agg._median_and_mad(values) == (agg.median(values), agg.median_absolute_deviation(values))
