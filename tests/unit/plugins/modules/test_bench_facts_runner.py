@@ -36,17 +36,6 @@ needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="sy
 needs_bonnie = pytest.mark.skipif(shutil.which("bonnie++") is None, reason="bonnie++ not installed")
 
 
-@pytest.fixture(autouse=True)
-def fresh_warnings():
-    """Module warnings are kept per process: start each test without the earlier tests' ones."""
-    from ansible.module_utils.common import warnings
-
-    stored = getattr(warnings, "_global_warnings", None)
-    if stored is not None:
-        stored.clear()
-    yield
-
-
 def run_module(capsys, **args):
     with patch_module_args(args):
         with pytest.raises(SystemExit) as caught:
