@@ -15,9 +15,10 @@ SANITY_ROOT := /tmp/diskproof-sanity/ansible_collections/diskproof/fleet
 ANSIBLE_TEST_PIP_STANDIN := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,
-# ext4), what the venv needs, and Chromium for the report.html test.
+# ext4), udevadm for the evidence bundle (a minimal Debian 12 lacks it), what the venv needs, and
+# Chromium for the report.html test.
 APT_PACKAGES := openssh-server openssh-client fio sysbench bonnie++ ioping smartmontools cron \
-	iproute2 util-linux fdisk e2fsprogs nvme-cli coreutils python3 python3-venv rsync git \
+	iproute2 util-linux fdisk e2fsprogs nvme-cli udev coreutils python3 python3-venv rsync git \
 	chromium
 
 DEMO_SPEC := lab/rack6.yml
@@ -92,6 +93,7 @@ package: deps
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.disk_facts >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.quiesce >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.controller_run >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.report_inputs >/dev/null
 	@echo "package: built, installed and documented: $$(ls .cache/package/*.tar.gz)"
 	# The AWX execution environment: ansible-builder writes its build context (no container engine).
 	rm -rf .cache/ee

@@ -31,7 +31,9 @@ description:
   - "Acceptance rules come from O(rules_file) when set, otherwise from the variable
     C(diskproof_acceptance) of a play (play vars or extra vars, read untemplated at play start).
     Malformed rules or an unreadable baseline do not stop the report: a warning names every bad
-    key, the fleet is judged without them, report.json lists the errors and C(summary.passed) is false."
+    key, the fleet is judged without them, report.json lists the errors and C(summary.passed) is false.
+    The playbooks validate.yml and acceptance.yml check them first with the lookup
+    diskproof.fleet.report_inputs (the same reader and settings) and stop before any host is touched."
   - Writes C(report.json) (run metadata, rules, baseline, hosts, peer groups, every record with
     its verdict and reasons, summary), C(results.csv) (one row per record or host problem) and
     C(junit.xml) (a testsuite per host, a testcase per disk and test), C(report.md) and a
@@ -164,6 +166,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _junit, _render
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"
@@ -206,15 +209,7 @@ def _record_encoder():
 _RECORD_JSON = _record_encoder()
 
 
-def _plain(value):
-    """Plain dict/list/str/number copy of a variable value (2.19 tags values with their origin)."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+_plain = _report_inputs.plain
 
 
 def _utc_now() -> str:
@@ -801,11 +796,8 @@ class CallbackModule(CallbackBase):
     def _acceptance(self) -> tuple:
         """(raw acceptance, source, errors): the rules file when set, else the play variable."""
         if self._rules_file:
-            try:
-                with open(self._rules_file, encoding="utf-8") as stream:
-                    return yaml.safe_load(stream), self._rules_file, []
-            except (OSError, yaml.YAMLError) as exc:
-                return None, self._rules_file, ["cannot read %s: %s" % (self._rules_file, exc)]
+            acceptance, errors = _report_inputs.read_rules_file(self._rules_file)
+            return acceptance, self._rules_file, errors
         if self._play_acceptance is not None:
             return self._play_acceptance, "variable " + ACCEPTANCE_VARIABLE, []
         return None, None, []
@@ -814,22 +806,13 @@ class CallbackModule(CallbackBase):
         """(baseline report, errors) from baseline_file; (None, []) when not set."""
         if not self._baseline_file:
             return None, []
-        try:
-            with open(self._baseline_file, encoding="utf-8") as stream:
-                baseline = json.load(stream)
-            _aggregate.baseline_index(baseline)
-            return baseline, []
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON, and BaselineError
-            return None, ["cannot use %s: %s" % (self._baseline_file, exc)]
+        return _report_inputs.read_baseline_file(self._baseline_file)
 
     def _judge(self) -> tuple:
         """(report without its results, entries worst first): see _aggregate.judge_report."""
         acceptance, rules_source, rules_errors = self._acceptance()
         if not rules_errors:
-            try:
-                _aggregate.validate_rules(acceptance)
-            except _aggregate.RulesError as exc:
-                rules_errors = exc.errors
+            rules_errors = _report_inputs.rules_errors(acceptance)
         if rules_errors:
             acceptance = None
             self._display.warning("%s: acceptance rules from %s not used: %s" % (self.CALLBACK_NAME, rules_source, "; ".join(rules_errors)))

@@ -18,6 +18,7 @@ directly.
   memory cgroup whose limit bounds the page cache the commands inside it can use.
 - ``remove_tree``: removes a directory the module created without following symlinks or crossing
   into other filesystems.
+- Out of space: ``out_of_space_advice`` explains an ENOSPC during a run (``ENOSPC_TEXT`` in a tool's error).
 """
 
 from __future__ import annotations
@@ -596,6 +597,46 @@ def remove_tree(path: str, expected: Tuple[int, int]) -> List[str]:
         except OSError as error:
             problems.append("%s: %s" % (path, error))
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# out of space (ENOSPC) during a run
+# ---------------------------------------------------------------------------------------------
+
+# strerror(ENOSPC) in the C locale the tools run in (LC_ALL=C): dd, fio, sysbench and bonnie++ all print it.
+ENOSPC_TEXT = "No space left on device"
+
+
+def _size(value: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return "%.1f %s" % (value / scale, unit)
+    return "%d B" % value
+
+
+def free_space(path: str) -> Optional[Tuple[int, int]]:
+    """(bytes available to unprivileged users, filesystem size) of the filesystem holding path, or None."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize
+
+
+def out_of_space_advice(path: str, space: Optional[Tuple[int, int]], removed: Optional[str]) -> str:
+    """What an ENOSPC during a run means and what to do, for the filesystem of the target path.
+
+    The benchmark role's plan refuses a filesystem without room for the test files plus a reserve before
+    anything is written, so running out during the run means something else took the space meanwhile.
+    """
+    where = "out of space (ENOSPC) on the filesystem of %s during the test" % path
+    if removed:
+        where += "; the partial test file %s was removed" % removed
+    if space is not None:
+        where += "; %s of %s free now" % (_size(space[0]), _size(space[1]))
+    return ("%s. The plan checks the free space before anything is written, so something else wrote to this "
+            "filesystem since (or its space is shared: thin provisioning, quotas, snapshots): free space on it, "
+            "or test a smaller file (diskproof_cache_fence_bytes), and run again" % where)
 
 
 # ---------------------------------------------------------------------------------------------

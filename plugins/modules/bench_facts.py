@@ -115,6 +115,9 @@ options:
         already, so a run never overwrites a file it did not create, and returns it in RV(created) when the
         run created it, so the caller can remove it.
       - Checked once, before the first run; with O(repeats) the later runs overwrite the file the first one created.
+      - When the run fails (the tool fails or is killed, for example with C(No space left on device)), the module
+        removes the incomplete file itself, so no later test reads a short file and its space is free again; the
+        task message and the record's C(warnings) say so, and RV(created) is empty.
       - Only with O(argv).
     type: path
   drop_caches:
@@ -143,6 +146,9 @@ options:
       - With V(false) the task succeeds and the failure is only in the records.
       - Failures of the job itself (a failing O(setup) command, a O(job_file) fio rejects, a write cache that cannot
         be switched off or restored, an unusable O(workdir)) always fail the task.
+      - A failure naming C(No space left on device) (ENOSPC) on a directory target (O(target) C(path)) adds what it
+        means and what to do to the message - the filesystem, its free space now, and that the space went after the
+        plan checked it.
     type: bool
     default: true
   repeats:
@@ -883,6 +889,8 @@ class Job:
         self.write_cache_touched = False
         self.last_command = None
         self.last_rc = None
+        self.succeeded = False      # set by run_job before the teardown: the job ran and no tool failed
+        self.partial_removed = None
 
     # ------------------------------------------------------------------ checks (nothing changed yet)
 
@@ -1251,7 +1259,7 @@ class Job:
         """Leave the fence, run cleanup, remove the fence, restore the write cache, remove the workdir
         and the job file. Never raises: what cannot be undone goes to self.problems."""
         steps = (self.leave_fence, self.run_cleanup, self.remove_fence, self.restore_write_cache, self.remove_workdir,
-                 self.remove_job_file)
+                 self.remove_job_file, self.remove_partial_file)
         for step in steps:
             try:
                 step()
@@ -1315,6 +1323,22 @@ class Job:
             except FileNotFoundError:
                 pass
 
+    def remove_partial_file(self):
+        """A failed run (ENOSPC, a killed tool) leaves an incomplete test file: remove it now, so no later test
+        reads a short file and the space is free again. Only the creates file, which preflight saw absent."""
+        creates = self.params["creates"]
+        if self.succeeded or not creates or not self.started_anything:
+            return
+        try:
+            os.unlink(creates)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            self.warn("the partial test file %s could not be removed (%s): remove it by hand" % (creates, error))
+            return
+        self.partial_removed = creates
+        self.record_warnings.append("the run failed: its partial test file %s was removed" % creates)
+
     # ------------------------------------------------------------------ result
 
     def finalize(self):
@@ -1364,6 +1388,7 @@ def run_job(module, target):
     with cleanup_on_signals():
         try:
             job.execute()
+            job.succeeded = not tool_errors(job.records, job.last_rc)
         except (TaskFailed, Interrupted) as error:
             failure = error
         except (OSError, _run.RunError) as error:
@@ -1379,11 +1404,22 @@ def run_job(module, target):
         messages.append(failure.msg if isinstance(failure, TaskFailed) else str(failure))
     messages.extend(job.problems)
     if messages:
-        raise TaskFailed("; ".join(messages), created=job.created, ansible_facts=facts)
+        raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts)
     message = failure_message(module, job.tool, job.records, job.last_command, job.last_rc)
     if message and module.params["fail_on_error"]:
-        raise TaskFailed(message, created=job.created, ansible_facts=facts)
+        raise TaskFailed(explained(message, job), created=job.created, ansible_facts=facts)
     return dict(changed=True, created=job.created, ansible_facts=facts)
+
+
+def explained(message, job):
+    """message, plus what to do when the tool ran out of space on a directory target."""
+    path = job.target.get("path")
+    if _run.ENOSPC_TEXT not in message or job.target.get("kind") == "raw" or not isinstance(path, str) \
+            or not os.path.isdir(path):
+        if job.partial_removed:
+            return "%s; the partial test file %s was removed" % (message, job.partial_removed)
+        return message
+    return "%s; %s" % (message, _run.out_of_space_advice(path, _run.free_space(path), job.partial_removed))
 
 
 def with_signals_ignored(function):

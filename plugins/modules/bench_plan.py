@@ -28,6 +28,8 @@ description:
   - Without check mode, creates one run directory C(<target>/diskproof-<run_id>) per directory target (refusing when
     it exists) for the tests' files, holding only a C(.diskproof-run) note until the tests run; the role removes it
     at the end. Nothing is created for raw device targets. In check mode only the plan is returned.
+  - The note names the run, the host and O(lock_run_id). A run that restored an aborted run of this host first
+    removes that run's run directories (O(remove_leftovers_of)) before it reads the free space.
 author:
   - diskproof maintainers (@diskproof)
 options:
@@ -55,6 +57,25 @@ options:
     description: Names the run directories. Generated (UTC time and random hex) when empty.
     type: str
     default: ""
+  lock_run_id:
+    description:
+      - The run id of the quiesce lock this run holds on the host (the quiesce role's run id); written, with the host
+        name, into the C(.diskproof-run) note of each run directory, so a later run can tell the directories of an
+        aborted run. Empty when the run holds no lock (the quiesce skipped); such directories are never removed by
+        O(remove_leftovers_of).
+    type: str
+    default: ""
+  remove_leftovers_of:
+    description:
+      - Lock run ids of aborted runs this run restored the host from (the quiesce role's C(recovered.run_id)); the run
+        is dead, its services were restored, but its run directories (test files) are still on the targets.
+      - Before the free space is read, and not in check mode, every C(<target>/diskproof-*) directory whose
+        C(.diskproof-run) note names this host and one of these lock run ids is removed, without following symlinks
+        or crossing into other filesystems. A directory whose note does not say so (another host on a shared
+        filesystem, a run without the lock, a note of an older version, no note) is left alone.
+    type: list
+    elements: str
+    default: []
   memory_bytes:
     description: Memory figure the buffered tests are sized from. Default is C(MemTotal) of C(/proc/meminfo).
     type: int
@@ -188,6 +209,11 @@ run_dirs:
   returned: always
   type: list
   elements: str
+leftovers_removed:
+  description: Run directories of aborted runs removed by this call (O(remove_leftovers_of)).
+  returned: success
+  type: list
+  elements: str
 memory_bytes:
   description: The memory figure used.
   returned: success
@@ -201,11 +227,12 @@ run_id:
 import datetime
 import os
 import secrets
+import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -335,7 +362,62 @@ def raw_target_facts(module, index, target, identities, classes):
     )
 
 
-def create_run_dirs(module, run_dirs):
+def read_note(run_dir):
+    """The key: value lines of a run directory's note (after its first line), or None without a plain-file note."""
+    try:
+        handle = os.open(os.path.join(run_dir, MARKER), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return None
+        text = os.read(handle, 4096).decode("utf-8", "replace")
+    finally:
+        os.close(handle)
+    fields = {}
+    for line in text.splitlines()[1:]:
+        key, separator, value = line.partition(":")
+        if separator:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def remove_leftovers(module, targets, run_ids):
+    """Remove the run directories the aborted runs run_ids left on this host's directory targets: only directories
+    (not symlinks, on the target's filesystem) whose note names this host and one of those lock run ids."""
+    run_ids = set(run_id for run_id in run_ids if run_id)
+    host = socket.gethostname()
+    removed = []
+    for target in targets:
+        path = target.get("path") if isinstance(target, dict) else None
+        if not run_ids or not isinstance(path, str) or not os.path.isabs(path) or not os.path.isdir(path):
+            continue   # not a directory target: target_facts says what is wrong with it
+        try:
+            device, names = os.stat(path).st_dev, sorted(os.listdir(path))
+        except OSError as error:
+            module.warn("cannot look for leftovers of aborted runs in %s: %s" % (path, error))
+            continue
+        for name in names:
+            run_dir = os.path.join(path, name)
+            try:
+                info = os.lstat(run_dir)
+            except OSError:
+                continue
+            if not name.startswith("diskproof-") or not stat.S_ISDIR(info.st_mode) or info.st_dev != device:
+                continue
+            note = read_note(run_dir)
+            if not note or note.get("host") != host or note.get("lock_run_id") not in run_ids:
+                continue
+            problems = _run.remove_tree(run_dir, (info.st_dev, info.st_ino))
+            if problems:
+                module.warn("leftover run directory %s of the aborted run %s not fully removed: %s"
+                            % (run_dir, note["lock_run_id"], "; ".join(problems)))
+            else:
+                removed.append((run_dir, note["lock_run_id"]))
+    return removed
+
+
+def create_run_dirs(module, run_dirs, lock_run_id=""):
     created = []
     for run_dir in run_dirs:
         try:
@@ -349,10 +431,12 @@ def create_run_dirs(module, run_dirs):
             module.fail_json(msg="cannot create %s: %s (run with become: true?)" % (run_dir, error), run_dirs=created)
         os.chmod(run_dir, 0o755)
         created.append(run_dir)
-        # Says whose directory this is, for anyone who finds it after an aborted run.
+        # Says whose directory this is, for anyone who finds it after an aborted run (and for remove_leftovers).
         with open(os.path.join(run_dir, MARKER), "w", encoding="utf-8") as handle:
             handle.write("diskproof run %s, created %s by diskproof.fleet.bench_plan; removed at the end of the run\n"
-                         % (os.path.basename(run_dir)[len("diskproof-"):], utc_now()))
+                         "host: %s\nlock_run_id: %s\n"
+                         % (os.path.basename(run_dir)[len("diskproof-"):], utc_now(), socket.gethostname(),
+                            lock_run_id))
     return created
 
 
@@ -363,6 +447,8 @@ def main():
             profile=dict(type="str", default="standard", choices=["quick", "standard", "evidence", "full"]),
             tests=dict(type="list", elements="str", default=[]),
             run_id=dict(type="str", default=""),
+            lock_run_id=dict(type="str", default=""),
+            remove_leftovers_of=dict(type="list", elements="str", default=[]),
             memory_bytes=dict(type="int"),
             cache_fence_bytes=dict(type="int"),
             fio_runtime_s=dict(type="int"),
@@ -389,6 +475,8 @@ def main():
     run_id = params["run_id"] or "%s-%s" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"),
                                             secrets.token_hex(4))
     memory = params["memory_bytes"] if params["memory_bytes"] is not None else memory_total_bytes(module)
+    # Before the free space is read: what an aborted run left is free space again.
+    leftovers = [] if module.check_mode else remove_leftovers(module, params["targets"], params["remove_leftovers_of"])
     targets = [target_facts(module, index, target, params["identities"], params["classes"])
                for index, target in enumerate(params["targets"])]
     settings = Settings(
@@ -405,18 +493,19 @@ def main():
         plan = build_plan(targets, settings)
     except PlanError as error:
         module.fail_json(msg="benchmark plan refused, nothing was written: %s" % error, run_dirs=[])
-    lines = plan_lines(plan, memory, params["cache_fence_bytes"])
+    lines = ["removed %s, left by the aborted run %s" % leftover for leftover in leftovers] + \
+        plan_lines(plan, memory, params["cache_fence_bytes"])
     for warning in plan.warnings:
         module.warn(warning)
-    created = [] if module.check_mode else create_run_dirs(module, plan.run_dirs)
+    created = [] if module.check_mode else create_run_dirs(module, plan.run_dirs, params["lock_run_id"])
     if not module.check_mode:
         for raw_dir in plan.raw_dirs:
             try:
                 os.makedirs(raw_dir, 0o700, exist_ok=True)
             except OSError as error:
                 module.fail_json(msg="cannot create keep_raw_dir %s: %s" % (raw_dir, error), run_dirs=created)
-    module.exit_json(changed=bool(created), plan=plan.as_dict(), lines=lines, run_dirs=created, memory_bytes=memory,
-                     run_id=run_id)
+    module.exit_json(changed=bool(created or leftovers), plan=plan.as_dict(), lines=lines, run_dirs=created,
+                     memory_bytes=memory, run_id=run_id, leftovers_removed=[path for path, _run_id in leftovers])
 
 
 if __name__ == "__main__":

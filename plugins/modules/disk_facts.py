@@ -33,7 +33,8 @@ options:
   targets:
     description:
       - What to test on this host, usually the inventory variable C(diskproof_targets).
-      - Each item names either a directory (O(targets[].path)) or a block device (O(targets[].device)).
+      - Each item names either a directory (O(targets[].path)) or a block device (O(targets[].device)), by its
+        absolute path; a relative one fails the module before anything is looked at.
     type: list
     elements: dict
     default: []
@@ -700,10 +701,14 @@ class Discovery(object):
             record.update(device=kname, device_path=topology.nodes[kname]["path"], disks=topology.physical_disks(kname))
         return record
 
-    def check_modes(self, targets):
+    def check_targets(self, targets):
         for index, spec in enumerate(targets):
             kind = "path" if spec.get("path") else "device"
             mode = spec.get("mode")
+            # A relative name would be looked up from wherever the module runs: never what was meant.
+            if not os.path.isabs(spec[kind]):
+                self.module.fail_json(msg="targets[%d].%s %s is a relative path: give the absolute path (a directory "
+                                          "such as /srv/disk1, a device such as /dev/sdb)" % (index, kind, spec[kind]))
             if mode and (mode == "filesystem") != (kind == "path"):
                 self.module.fail_json(msg="targets[%d]: mode %s does not go with %s (path: filesystem; device: raw_read "
                                           "or raw_write)" % (index, mode, kind))
@@ -737,7 +742,7 @@ class Discovery(object):
 
     def main(self):
         params = self.params
-        self.check_modes(params["targets"])
+        self.check_targets(params["targets"])
         view = self.view()
         host = self.host(view)
         targets = [self.resolve(view, spec, "inventory") for spec in params["targets"]]

@@ -1,6 +1,7 @@
-"""The benchmark role on a real lab disk (50 MiB/s, 200 IOPS): refusals that write nothing, check
-mode that only plans, a quick-profile run that is repeated, fenced, proven by the device counters
-and cleaned up, and the naive buffered tests it guards against, for contrast.
+"""The benchmark role on a real lab disk (50 MiB/s, 200 IOPS): check mode that only plans, a
+quick-profile run that is repeated, fenced, proven by the device counters and cleaned up, and the
+naive buffered tests it guards against, for contrast. Refusals of bad input (misaligned block size,
+no space, unknown test or profile, bad repeats, ...) are in test_bad_input_matrix.py.
 
 Real lab (tools/lab, lab `bcat`), real ansible-playbook with the report callback. Root only.
 benchmarks/accuracy.py holds the 3 % accuracy figures (longer runs); these tests check behaviour
@@ -80,27 +81,6 @@ def leftover_fences():
     for root, dirs, _files in os.walk("/sys/fs/cgroup/memory"):
         found.extend(os.path.join(root, name) for name in dirs if name.startswith("diskproof-"))
     return found
-
-
-@pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        (["benchmark_random_block_size=6000"],
-         "random_block_size 6000 is not a multiple of the logical block size: loop"),
-        (['{"diskproof_memory_bytes": 536870912, "diskproof_cache_fence_bytes": 536870912}'],
-         "not enough free space on /srv/diskproof/d0: the tests need 2147483648 B (2.0 GiB)"),
-        (['{"benchmark_tests": ["dd_seq_write", "dd_seq_wrte"]}'], "unknown test id(s) 'dd_seq_wrte'; known tests:"),
-        (["benchmark_profile=fast"], "benchmark_profile must be one of: quick, standard, evidence, full"),
-        (['{"benchmark_repeats": -1}'], "repeats must be a whole number >= 1, got -1"),
-    ],
-    ids=["misaligned", "no-space", "unknown-test", "unknown-profile", "negative-repeats"],
-)
-def test_bad_input_is_refused_before_anything_is_written(bcat, tmp_path, extra, message):
-    before = disk_state(bcat)
-    rc, output, _report = playbook(HERE / "benchmark_only.yml", tmp_path, *extra)
-    assert rc != 0
-    assert message in output, output[-3000:]
-    assert disk_state(bcat) == before
 
 
 def test_check_mode_prints_the_plan_and_changes_nothing(bcat, tmp_path):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,51 +26,32 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-LAB_TOOL = REPO / "tools" / "lab"
+import labhelpers
+from labhelpers import BIN, LAB_TOOL, REPO, inventory_path, lab, needs_root, wait_for
+
 SPEC = Path(__file__).resolve().parent / "qfault_lab.yml"
 PLAYBOOK = Path(__file__).resolve().parent / "quiesce_run.yml"
 LAB = "qfault"
-INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
+INVENTORY = inventory_path(LAB)
 STATE_DIR = "/srv/diskproof-state"
-BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="needs root and iproute2 (the lab uses network namespaces and loop devices)")
+pytestmark = needs_root
 
 TIMINGS: dict[str, float] = {}
 
 
-def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=check,
-                          timeout=120)
-
-
 def on_host(host: str, command: str) -> subprocess.CompletedProcess:
-    return lab("ssh", "--name", LAB, host, "--", command, check=False)
+    return labhelpers.on_host(LAB, host, command)
 
 
 def cron_status(host: str) -> int:
     """Exit code of `service cron status` on the host (0 running, 3 not running): the host's own pidfile."""
-    result = on_host(host, "service cron status >/dev/null 2>&1; echo $?")
-    assert result.returncode == 0, result.stderr
-    return int(result.stdout.strip())
+    return labhelpers.cron_status(LAB, host)
 
 
 def read_json(host: str, path: str):
     result = on_host(host, "cat %s 2>/dev/null" % path)
     return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
-
-
-def wait_for(what: str, predicate, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
 
 
 def quiesced_lock(host: str):

@@ -17,15 +17,19 @@ import re
 import shutil
 import signal
 import statistics
+import subprocess
 import tempfile
 
+import jinja2
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 from ansible_collections.diskproof.fleet.plugins.modules import bench_facts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FIO_TEMPLATE = os.path.join(HERE, "..", "..", "..", "..", "roles", "benchmark", "templates", "fio_job.ini.j2")
 DD_FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "dd")
 RUN_FIXTURES = os.path.join(HERE, "..", "module_utils", "fixtures", "run")
 IS_ROOT = os.geteuid() == 0
@@ -570,6 +574,54 @@ def test_write_cache_restored_after_a_failing_setup(capsys, tmp_path, monkeypatc
     assert log.read_text().splitlines()[-2:] == ["-W1 /dev/sdz", "-W /dev/sdz"]
 
 
+def commit_rate_job(target):
+    """The fio_commit_rate job the benchmark role would run on target, with the write cache off, and its job file
+    rendered from the role's own template (Ansible's template lookup settings: trim_blocks)."""
+    settings = Settings(run_id="20261125T000000Z-enospc", memory_bytes=1 << 20, tests=("fio_commit_rate",),
+                        fio_runtime_s=2, fio_ramp_s=0, repeats=1, commit_write_cache="off", reserve_min_bytes=0)
+    (job,) = [job for job in build_plan([target], settings).jobs if job["test"] == "fio_commit_rate"]
+    with open(FIO_TEMPLATE, encoding="utf-8") as handle:
+        template = handle.read()
+    environment = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    return job, environment.from_string(template).render(item=job)
+
+
+@needs_fio
+@pytest.mark.parametrize("case", ["test-file-missing", "enospc"])
+def test_write_cache_restored_after_the_commit_rate_fio_job_fails(capsys, tmp_path, monkeypatch, sata_disk, case):
+    """The commit-rate job fails for real: real fio, the job file the role renders, write_cache=off.
+
+    There is no SATA disk on the machines this runs on (loop and virtio disks have no write-cache control and
+    there is no scsi_debug), so hdparm is the stand-in of fake_hdparm: it keeps the setting in a file and prints
+    the public outputs of real hdparm runs. Everything else is real. "test-file-missing": the test file dd_seq_write
+    should have written is not there (that test failed and its partial file was removed): fio, allow_file_create=0,
+    refuses to create it. "enospc": the job on a raw_write "device" that is /dev/full, every write fails ENOSPC.
+    """
+    folder, state, log = fake_hdparm(tmp_path)
+    monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
+    if case == "test-file-missing":
+        target = TargetFacts(path=str(tmp_path), free_bytes=1 << 30, filesystem_size_bytes=1 << 31, device="sdz")
+        expected_error = "fio: file creation disallowed by allow_file_create=0"
+    else:
+        target = TargetFacts(path="/dev/full", kind="raw", device_path="/dev/full", device="sdz",
+                             device_size_bytes=1 << 20, granted_class="raw_write")
+        expected_error = "No space left on device"
+    job, job_file = commit_rate_job(target)
+    assert job["write_cache"] == "off" and "fdatasync=1" in job_file and "allow_file_create=0" in job_file
+    code, result = run_module(capsys, argv=job["argv"], job_file=job_file, test=job["test"], target=job["target"],
+                              params=job["params"], write_cache=job["write_cache"], repeats=job["repeats"],
+                              max_repeats=job["max_repeats"], device_io=False)
+    assert code == 1, result
+    assert result["msg"].startswith("fio failed (exit code 1): ") and expected_error in result["msg"], result["msg"]
+    assert state.read_text() == "1\n"                       # the stand-in's write cache is on again
+    assert log.read_text().splitlines() == ["-W /dev/sdz", "-W0 /dev/sdz", "-W /dev/sdz", "-W1 /dev/sdz", "-W /dev/sdz"]
+    (record,) = records(result)
+    assert expected_error in record["error"] and record["exit_code"] == 1
+    assert record["write_cache"] == {"before": True, "during": False, "restored": True, "method": "hdparm"}
+    assert record["params"]["write_cache"] == "off" and record["samples"] == [None]
+    assert not os.path.exists(record["command"][-1])           # the job file is gone too
+
+
 def test_write_cache_a_disk_that_refuses_fails_before_measuring(capsys, tmp_path, monkeypatch, sata_disk):
     folder, _state, _log = fake_hdparm(tmp_path, refuse=True)
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
@@ -619,6 +671,82 @@ def test_write_cache_needs_the_device(capsys):
     code, result = run_module(capsys, argv=["true"], write_cache="off", target={"device": None})
     assert code == 1
     assert result["msg"].startswith("write_cache=off needs the whole disk in target.device")
+
+
+# ---------------------------------------------------------------------------------------------- out of space
+
+
+@needs_dd
+def test_enospc_on_a_directory_target_says_what_it_means_and_what_to_do(capsys, tmp_path):
+    """A real ENOSPC: /dev/full answers every write with it."""
+    argv = ["dd", "if=/dev/zero", "of=/dev/full", "bs=65536", "count=4"]
+    code, result = run_module(capsys, argv=argv, test="dd_seq_write", target={"path": str(tmp_path)}, device_io=False)
+    assert code == 1
+    (record,) = records(result)
+    assert record["error"] == "dd: error writing '/dev/full': No space left on device"
+    assert result["msg"].startswith("dd failed (exit code 1): dd: error writing '/dev/full': No space left on device; "
+                                    "command: %s; out of space (ENOSPC) on the filesystem of %s during the test; "
+                                    % (" ".join(argv), tmp_path)), result["msg"]
+    assert re.search(r"; [0-9.]+ [KMG]iB of [0-9.]+ [KMG]iB free now\. The plan checks the free space before anything "
+                     r"is written, so something else wrote to this filesystem since .*: free space on it, or test a "
+                     r"smaller file \(diskproof_cache_fence_bytes\), and run again$", result["msg"]), result["msg"]
+    assert "partial test file" not in result["msg"]           # no creates: nothing of ours to remove
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path):
+    """A 1 MiB tmpfs of this test's own, unmounted at the end: a filesystem that really fills up."""
+    mountpoint = tmp_path / "fs"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "diskproof-unit-enospc",
+                              str(mountpoint)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % mounted.stderr.strip())
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=True)
+
+
+@needs_root
+@needs_dd
+def test_enospc_mid_write_removes_the_partial_test_file_and_nothing_else(capsys, tiny_filesystem):
+    user_file = tiny_filesystem / "user-data.bin"
+    user_file.write_bytes(os.urandom(256 * 1024))
+    user_sum = hashlib.sha256(user_file.read_bytes()).hexdigest()
+    run_dir = tiny_filesystem / "diskproof-run"
+    run_dir.mkdir()
+    test_file = run_dir / "diskproof.testfile"
+    argv = ["dd", "if=/dev/zero", "of=%s" % test_file, "bs=65536", "count=32", "conv=fdatasync"]   # 2 MiB into 1 MiB
+    code, result = run_module(capsys, argv=argv, test="dd_seq_write", creates=str(test_file), device_io=False,
+                              target={"path": str(tiny_filesystem)})
+    assert code == 1
+    (record,) = records(result)
+    assert record["error"] == "dd: error writing '%s': No space left on device" % test_file
+    assert 0 < record["bytes"] < 1 << 20                       # what dd wrote before the filesystem was full
+    assert not test_file.exists() and result["created"] == []
+    assert record["warnings"] == ["the run failed: its partial test file %s was removed" % test_file]
+    assert ("out of space (ENOSPC) on the filesystem of %s during the test; the partial test file %s was removed; "
+            % (tiny_filesystem, test_file)) in result["msg"], result["msg"]
+    assert sorted(os.listdir(tiny_filesystem)) == ["diskproof-run", "user-data.bin"]
+    assert hashlib.sha256(user_file.read_bytes()).hexdigest() == user_sum
+    # the space is back: only the user file (and the run directory) still take room
+    assert os.statvfs(tiny_filesystem).f_bavail * os.statvfs(tiny_filesystem).f_frsize >= (1 << 20) - 300 * 1024
+    # a later read of the test file fails instead of measuring the short file
+    code, result = run_module(capsys, argv=["dd", "if=%s" % test_file, "of=/dev/null", "bs=65536", "count=32"],
+                              test="dd_seq_read", target={"path": str(tiny_filesystem)}, device_io=False)
+    assert code == 1
+    assert records(result)[0]["error"] == "dd: failed to open '%s': No such file or directory" % test_file
+
+
+@needs_dd
+def test_a_failed_run_that_created_nothing_removes_nothing(capsys, tmp_path):
+    test_file = tmp_path / "diskproof.testfile"
+    code, result = run_module(capsys, argv=["dd", "if=/nonexistent", "of=%s" % test_file], creates=str(test_file),
+                              device_io=False, target={"path": str(tmp_path)})
+    assert code == 1
+    assert result["msg"].startswith("dd failed (exit code 1): dd: failed to open '/nonexistent'")
+    assert "removed" not in result["msg"] and records(result)[0]["warnings"] == []
 
 
 # ---------------------------------------------------------------------------------------------- sweep

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -91,6 +92,80 @@ def test_an_existing_run_directory_is_never_reused(tmp_path, capsys):
                               reserve_min_bytes=0)
     assert code == 1 and "exists already: not created by this run" in result["msg"]
     assert result["run_dirs"] == [] and (tmp_path / "diskproof-t3" / "keep").read_text() == "not ours"
+
+
+# --- leftovers of an aborted run -------------------------------------------------------------------------
+
+
+def aborted_run(tmp_path, capsys, run_id, lock_run_id):
+    """A run directory as a run holding the quiesce lock lock_run_id leaves it when it is cut off mid-test."""
+    code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], tests=["dd_seq_write"], memory_bytes=MIB,
+                              run_id=run_id, lock_run_id=lock_run_id, reserve_min_bytes=0)
+    assert code == 0, result
+    (run_dir,) = result["run_dirs"]
+    with open(os.path.join(run_dir, "diskproof.testfile"), "wb") as handle:
+        handle.write(b"\0" * 65536)
+    return run_dir
+
+
+def test_the_note_names_the_run_the_host_and_the_lock(tmp_path, capsys):
+    run_dir = aborted_run(tmp_path, capsys, "n1", "20261125T000000Z-lock0001")
+    with open(os.path.join(run_dir, ".diskproof-run"), encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    assert lines[0].startswith("diskproof run n1, created ")
+    assert lines[0].endswith(" by diskproof.fleet.bench_plan; removed at the end of the run")
+    assert lines[1:] == ["host: %s" % socket.gethostname(), "lock_run_id: 20261125T000000Z-lock0001"]
+
+
+def test_a_run_that_restored_an_aborted_run_removes_only_that_runs_directories(tmp_path, capsys):
+    dead = aborted_run(tmp_path, capsys, "dead", "lock-dead")
+    other = aborted_run(tmp_path, capsys, "other", "lock-other")      # another run's: not named, kept
+    unlocked = aborted_run(tmp_path, capsys, "unlocked", "")           # a run without the lock: kept
+    foreign = aborted_run(tmp_path, capsys, "foreign", "lock-dead")    # same lock id, another host (shared fs): kept
+    note = os.path.join(foreign, ".diskproof-run")
+    with open(note, encoding="utf-8") as handle:
+        text = handle.read().replace("host: %s" % socket.gethostname(), "host: some-other-host")
+    with open(note, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    (tmp_path / "diskproof-nonote").mkdir()                            # no note at all: kept
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere_note = "x\nhost: %s\nlock_run_id: lock-dead\n" % socket.gethostname()
+    (tmp_path / "elsewhere" / ".diskproof-run").write_text(elsewhere_note)
+    (tmp_path / "diskproof-link").symlink_to(tmp_path / "elsewhere")   # a symlink is never followed
+    code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], tests=["dd_seq_write"], memory_bytes=MIB,
+                              run_id="now", lock_run_id="lock-now", remove_leftovers_of=["lock-dead", ""],
+                              reserve_min_bytes=0)
+    assert code == 0, result
+    assert result["leftovers_removed"] == [dead] and not os.path.exists(dead)
+    assert result["lines"][0] == "removed %s, left by the aborted run lock-dead" % dead
+    assert sorted(os.listdir(tmp_path)) == ["diskproof-foreign", "diskproof-link", "diskproof-nonote", "diskproof-now",
+                                            "diskproof-other", "diskproof-unlocked", "elsewhere"]
+    for kept in (other, unlocked, foreign):
+        assert os.path.getsize(os.path.join(kept, "diskproof.testfile")) == 65536
+    assert os.listdir(tmp_path / "elsewhere") == [".diskproof-run"]
+
+
+def test_leftovers_are_not_removed_in_check_mode(tmp_path, capsys):
+    dead = aborted_run(tmp_path, capsys, "dead", "lock-dead")
+    code, result = run_module(capsys, check_mode=True, targets=[{"path": str(tmp_path)}], tests=["dd_seq_write"],
+                              memory_bytes=MIB, remove_leftovers_of=["lock-dead"], reserve_min_bytes=0)
+    assert code == 0 and result["leftovers_removed"] == [] and os.path.isdir(dead)
+
+
+def test_leftovers_go_before_the_free_space_is_read(tmp_path, capsys, monkeypatch):
+    dead = aborted_run(tmp_path, capsys, "dead", "lock-dead")
+    seen = []
+    real = bench_plan.target_facts
+
+    def spy(module, index, target, identities, classes):
+        seen.append(os.path.exists(dead))
+        return real(module, index, target, identities, classes)
+
+    monkeypatch.setattr(bench_plan, "target_facts", spy)
+    code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], tests=["dd_seq_write"], memory_bytes=MIB,
+                              remove_leftovers_of=["lock-dead"], reserve_min_bytes=0)
+    assert code == 0, result
+    assert seen == [False]      # the free space the plan checks already counts what the leftovers took
 
 
 # --- raw block-device targets, on a loop device of our own ---------------------------------------------

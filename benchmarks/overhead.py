@@ -1,0 +1,489 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Orchestration overhead: validate.yml against fio's own --client mode running the same job.
+
+For each host count, brings up a lab (one raw 256 MiB disk per host at 50 MiB/s and 200 IOPS),
+runs playbooks/validate.yml with the quick profile, one test (fio_rand_read, 4 KiB random reads
+at QD32 on the bare device, read-only) and one run of it, then fio --client against an fio server
+on every lab host with the very job files validate.yml ran (taken from its records), alternating
+the two round by round. Prints per host count the wall time of both, their ratio, the controller
+CPU-seconds per host (everything the command and its children used on this machine: ansible,
+its workers and ssh masters, or the fio client; the lab hosts' own sshd, python and fio are not
+counted), and where validate.yml's time went (per phase). Always tears the lab down.
+
+    sudo .venv/bin/python benchmarks/overhead.py                          # 10 and 30 hosts, 3 rounds
+    sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --rounds 5 --markdown
+    sudo .venv/bin/python benchmarks/overhead.py --hosts 10 -e quiesce_idle_window=2   # any extra var
+
+Exit code 0 when the 10-host ratio (or the smallest host count's) is within --target (1.5),
+1 when it is not, 2 when the lab or a run failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from labkit.fleet import _netns_pids  # noqa: E402  (after the path is set)
+
+BIN = pathlib.Path(sys.executable).parent
+LAB_TOOL = ROOT / "tools" / "lab"
+LAB = "ovh"
+STATE = pathlib.Path("/run/diskproof-lab") / LAB
+CPUACCT = pathlib.Path("/sys/fs/cgroup/cpuacct")
+FIO_PIDFILE = "/srv/diskproof-overhead-fio.pid"
+# Scenarios: what validate.yml runs, and so which job files fio --client runs after it.
+#   one-job: one 10 s fio job per host (fio_rand_read, 1 run) on the device read-only: the fixed cost of a run.
+#   quick:   the quick profile's fio tests with its 2 runs each (fio_rand_read, fio_rand_write, fio_commit_rate:
+#            6 jobs of 10 s per host) on the device behind the destructive interlock. The profile's dd tests are
+#            left out: fio --client cannot run them, and dd_seq_write needs a filesystem.
+SCENARIOS: Dict[str, Dict[str, Any]] = {
+    "one-job": {"tests": ["fio_rand_read"], "repeats": 1, "mode": "raw_read"},
+    "quick": {"tests": ["fio_rand_read", "fio_rand_write", "fio_commit_rate"], "repeats": 2, "mode": "raw_write"},
+}
+MIB = 1 << 20
+
+
+def spec_text(hosts: int) -> str:
+    spec = {
+        "name": LAB,
+        "subnet": "10.231.61.0/24",
+        "defaults": {
+            "memory_bytes": 32 * MIB,
+            "disks": [{"size": "256MiB", "mode": "raw", "read_bytes_per_s": 50 * MIB, "write_bytes_per_s": 50 * MIB,
+                       "read_iops": 200, "write_iops": 200}],
+        },
+        "hosts": [{"name": "ovh-n%02d" % number} for number in range(1, hosts + 1)],
+    }
+    return "---\n# Written by benchmarks/overhead.py\n" + yaml.safe_dump(spec, sort_keys=False)
+
+
+def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=False,
+                            timeout=600)
+    if check and result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip()
+        raise RuntimeError("tools/lab %s failed (exit code %d): %s" % (" ".join(args), result.returncode, detail))
+    return result
+
+
+class CpuCgroup:
+    """A cpuacct cgroup of this benchmark: every process started in it, and everything they fork
+    (ssh ControlPersist masters included), is counted; none of the lab hosts' processes are."""
+
+    def __init__(self, label: str) -> None:
+        self.path = CPUACCT / ("diskproof-overhead-%d-%s" % (os.getpid(), label))
+        self.path.mkdir()
+
+    def enter(self) -> None:   # runs in the child between fork and exec
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def cpu_seconds(self) -> float:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def close(self) -> None:
+        """End what is still running in it (ssh masters waiting out ControlPersist) by PID, then remove it."""
+        for _attempt in range(50):
+            pids = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, 15)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        self.path.rmdir()
+
+
+class LabCpu:
+    """A cpuacct cgroup holding every process of the lab's hosts (their sshd, and so every module, python
+    and fio they start): the CPU the runs cost on the targets. On a real fleet that is each host's own
+    CPU; in the lab it is this machine's two cores, shared with the controller."""
+
+    def __init__(self) -> None:
+        self.path = CPUACCT / ("diskproof-overhead-%d-lab" % os.getpid())
+        self.path.mkdir()
+        lab_state = json.loads((STATE / "lab.json").read_text())
+        namespaces = [host["netns"] for host in lab_state["spec"]["hosts"]]
+        for pid in _netns_pids(namespaces):
+            try:
+                (self.path / "cgroup.procs").write_text(str(pid))
+            except OSError:   # it ended meanwhile
+                pass
+
+    def cpu_seconds(self) -> float:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def close(self) -> None:
+        """After the lab is down (its processes ended by tools/lab): remove the cgroup."""
+        for _attempt in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+        print("warning: could not remove %s (processes still in it)" % self.path)
+
+
+def timed(argv: Sequence[str], env: Dict[str, str], label: str, log: pathlib.Path) -> Tuple[int, float, float, float]:
+    """(exit code, wall seconds, controller CPU seconds, start on the monotonic clock) of argv run in its own
+    cpuacct cgroup. CLOCK_MONOTONIC is system-wide, so the child's own clock readings compare with the start."""
+    group = CpuCgroup(label)
+    try:
+        with open(log, "w", encoding="utf-8") as output:
+            started = time.monotonic()
+            process = subprocess.run(list(argv), cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=group.enter, check=False, timeout=900)
+            wall = time.monotonic() - started
+        return process.returncode, wall, group.cpu_seconds(), started
+    finally:
+        group.close()
+
+
+def loop_backing_file(device: str) -> str:
+    result = subprocess.run(["losetup", "--noheadings", "--output", "BACK-FILE", device], capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip()
+
+
+def benchmark_inventory(out: pathlib.Path, mode: str) -> Tuple[pathlib.Path, Dict[str, Any]]:
+    """The lab inventory with each host's raw disk (a loop device of this lab) as a target of this mode;
+    raw_write behind the interlock, allow-listing exactly that loop device's backing file."""
+    inventory = yaml.safe_load((STATE / "inventory.yml").read_text())
+    hosts = inventory["all"]["children"]["lab"]["hosts"]
+    for host_vars in hosts.values():
+        host_vars["diskproof_targets"] = [dict(target, mode=mode) for target in host_vars["diskproof_targets"]]
+        if mode == "raw_write":
+            host_vars["diskproof_destructive"] = True
+            host_vars["diskproof_destructive_allow"] = ["loop:" + loop_backing_file(target["device"])
+                                                        for target in host_vars["diskproof_targets"]]
+    path = out / ("inventory-%s.yml" % mode)
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path, hosts
+
+
+def run_validate(inventory: pathlib.Path, out: pathlib.Path, extra: Dict[str, Any], label: str,
+                 lab_cpu: LabCpu) -> Dict[str, Any]:
+    report_dir = out / ("report-" + label)
+    clock = out / ("clock-%s.json" % label)
+    control = tempfile.mkdtemp(prefix="diskproof-overhead-cp-")   # fresh ssh masters: each run connects anew
+    env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               DISKPROOF_REPORT_DIR=str(report_dir), ANSIBLE_NOCOLOR="1", PHASE_CLOCK_FILE=str(clock),
+               ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="diskproof.fleet.report,phase_clock", ANSIBLE_SSH_CONTROL_PATH_DIR=control)
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks" / "validate.yml"),
+            "-e", json.dumps(extra)]
+    lab_before = lab_cpu.cpu_seconds()
+    try:
+        code, wall, cpu, launched = timed(argv, env, label, out / ("validate-%s.log" % label))
+    finally:
+        shutil.rmtree(control, ignore_errors=True)
+    lab_used = lab_cpu.cpu_seconds() - lab_before
+    report = json.loads((report_dir / "report.json").read_text()) if (report_dir / "report.json").exists() else {}
+    return {"code": code, "wall": wall, "cpu": cpu, "lab_cpu": lab_used, "report": report, "launched": launched,
+            "clock": json.loads(clock.read_text()) if clock.exists() else None}
+
+
+def job_files(report: Dict[str, Any], scenario: Dict[str, Any]) -> Dict[str, List[str]]:
+    """host -> the fio job files validate.yml ran (kept in its records), in its order, each as often as it ran."""
+    jobs: Dict[str, Dict[str, str]] = {}
+    for entry in report.get("results", []):
+        record = entry.get("record") or {}
+        if entry.get("test") in scenario["tests"] and record.get("job_file"):
+            jobs.setdefault(entry["host"], {})[entry["test"]] = record["job_file"]
+    return {host: [by_test[test] for test in scenario["tests"] for _run in range(scenario["repeats"])]
+            for host, by_test in jobs.items() if sorted(by_test) == sorted(scenario["tests"])}
+
+
+def runs_of(report: Dict[str, Any]) -> int:
+    """fio runs validate.yml made (each record says how many runs its figure is the median of)."""
+    return sum(len((entry.get("record") or {}).get("samples") or [None]) for entry in report.get("results", [])
+               if entry.get("record"))
+
+
+def figures(report: Dict[str, Any], test: str) -> List[float]:
+    return [float(entry["record"]["metrics"]["read_iops"]) for entry in report.get("results", [])
+            if entry.get("test") == test and (entry.get("record") or {}).get("metrics", {}).get("read_iops")]
+
+
+def one_job_file(job_files_in_order: List[str]) -> str:
+    """validate.yml's job files (each one [global] and one job section) as one job file whose jobs run one after
+    the other: each job gets its file's global options inlined and `stonewall` (wait for the jobs before it).
+    fio --client runs several job files for one host at the same time, not in sequence as validate.yml does."""
+    lines = ["; %d job files of validate.yml, run in sequence (written by benchmarks/overhead.py)" % len(job_files_in_order)]
+    for number, text in enumerate(job_files_in_order):
+        common: List[str] = []
+        name, own = "", []
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line.startswith((";", "#")):
+                continue
+            if line.startswith("["):
+                name = line.strip("[]")
+                continue
+            (common if name in ("", "global") else own).append(line)
+        lines += ["", "[%s-%d]" % (name, number + 1)] + common + own + ["stonewall"]
+    return "\n".join(lines) + "\n"
+
+
+def run_fio_client(hosts: Dict[str, Any], jobs: Dict[str, List[str]], out: pathlib.Path, label: str,
+                   lab_cpu: LabCpu) -> Dict[str, Any]:
+    """fio --client to every host at once, each host running its jobs one after the other (one_job_file)."""
+    argv = [shutil.which("fio") or "fio", "--output-format=json", "--output=%s" % (out / ("fio-%s.json" % label))]
+    for name, host_vars in sorted(hosts.items()):
+        job = out / ("%s-%s.fio" % (name, label))
+        job.write_text(one_job_file(jobs[name]))
+        argv += ["--client=%s" % host_vars["ansible_host"], str(job)]
+    lab_before = lab_cpu.cpu_seconds()
+    code, wall, cpu, _launched = timed(argv, dict(os.environ), label, out / ("fio-%s.log" % label))
+    lab_used = lab_cpu.cpu_seconds() - lab_before
+    iops: List[float] = []        # read + write IOPS of every job on every host
+    read_iops: List[float] = []   # the read jobs' (fio_rand_read: the only test that reads)
+    try:
+        text = (out / ("fio-%s.json" % label)).read_text()
+        # fio --client writes one JSON document (client_stats per host) or several; take every read IOPS.
+        for document in _json_documents(text):
+            for stats in document.get("client_stats", []):
+                if stats.get("jobname") != "All clients":
+                    read = float(stats.get("read", {}).get("iops") or 0)
+                    iops.append(read + float(stats.get("write", {}).get("iops") or 0))
+                    if read:
+                        read_iops.append(read)
+    except (OSError, ValueError):
+        pass
+    return {"code": code, "wall": wall, "cpu": cpu, "lab_cpu": lab_used, "iops": iops, "read_iops": read_iops}
+
+
+def _json_documents(text: str) -> List[Dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    documents, index = [], 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            return documents
+        document, index = decoder.raw_decode(text, start)
+        documents.append(document)
+
+
+def phases(clock: Optional[Dict[str, Any]], launched: float, wall: float) -> List[Tuple[str, float]]:
+    """validate.yml's wall time by phase: start-up (launch to the first task), each task (its start to the
+    next task's start), the end (the last task's end to exit: the report callback)."""
+    if not clock or not clock["tasks"]:
+        return []
+    rows = [("ansible-playbook start-up (python, collections, inventory, playbook parsing)", 0.0)]
+    tasks = clock["tasks"]
+    first = tasks[0]["start"]
+    for index, task in enumerate(tasks):
+        end = tasks[index + 1]["start"] if index + 1 < len(tasks) else clock["stats"]
+        rows.append((task["name"], end - task["start"]))
+    rows.append(("report callback and exit", 0.0))
+    startup = first - launched
+    tail = launched + wall - clock["stats"]
+    rows[0] = (rows[0][0], startup)
+    rows[-1] = (rows[-1][0], tail)
+    return rows
+
+
+# Parts of validate.yml, by words of its task names (role prefix included), first match wins: the
+# restore tasks belong to the quiesce role, so they are matched before it.
+PARTS: List[Tuple[Tuple[str, ...], str]] = [
+    (("start-up",), "start-up (ansible-playbook, ssh connections made by the first task)"),
+    (("report callback",), "report callback and exit"),
+    (("restore", "start exactly"), "restore: start services, release the lock"),
+    (("quiesce", "lock the host"), "quiesce: lock, stop services, drop caches, idle window"),
+    (("run each test",), "the fio job (bench_facts: fio, cache drop, device counters)"),
+    (("plan",), "plan (bench_plan) and show it"),
+    (("discover", "stop this host"), "discover (disk_facts, safety class)"),
+]
+OTHER_PART = "other tasks (identify, keep results, remove run dirs)"
+
+
+def grouped(rows: List[Tuple[str, float]]) -> List[Tuple[str, float]]:
+    """Phases summed into the parts of validate.yml, largest first."""
+    groups: Dict[str, float] = {}
+    for name, seconds in rows:
+        lowered = name.lower()
+        key = next((part for words, part in PARTS if any(word in lowered for word in words)), OTHER_PART)
+        groups[key] = groups.get(key, 0.0) + seconds
+    return sorted(groups.items(), key=lambda item: -item[1])
+
+
+def table(header: List[str], rows: List[List[str]], markdown: bool) -> str:
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _column in header) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in [header] + rows)
+
+
+def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, extra: Dict[str, Any]) -> Dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    spec = out / "spec.yml"
+    spec.write_text(spec_text(count))
+    lab("down", "--name", LAB, check=False)
+    lab("up", str(spec))
+    servers: Dict[str, int] = {}
+    lab_cpu: Optional[LabCpu] = None
+    result: Dict[str, Any] = {"hosts": count, "scenarios": {}}
+    try:
+        hosts = yaml.safe_load((STATE / "inventory.yml").read_text())["all"]["children"]["lab"]["hosts"]
+        for name in hosts:
+            started = lab("ssh", "--name", LAB, name, "--",
+                          "fio --server --daemonize=%s >/dev/null 2>&1; sleep 0.2; cat %s" % (FIO_PIDFILE, FIO_PIDFILE))
+            servers[name] = int(started.stdout.split()[-1])
+        lab_cpu = LabCpu()
+        for scenario_name in scenarios:
+            scenario = SCENARIOS[scenario_name]
+            inventory, hosts = benchmark_inventory(out, scenario["mode"])
+            settings = {"benchmark_profile": "quick", "benchmark_tests": scenario["tests"],
+                        "benchmark_repeats": scenario["repeats"], "benchmark_max_repeats": scenario["repeats"],
+                        "benchmark_fio_runtime_s": 10}
+            settings.update(extra)
+            expected_runs = count * len(scenario["tests"]) * scenario["repeats"]
+            print("%d hosts, %s: warm-up run of validate.yml (gets the job files; not counted)" % (count, scenario_name),
+                  flush=True)
+            warm = run_validate(inventory, out, settings, "%d-%s-warm" % (count, scenario_name), lab_cpu)
+            jobs = job_files(warm["report"], scenario)
+            if warm["code"] != 0 or sorted(jobs) != sorted(hosts):
+                raise RuntimeError("warm-up validate.yml failed (exit code %d, job files for %d of %d hosts); see %s"
+                                   % (warm["code"], len(jobs), len(hosts), out))
+            validate_runs, fio_runs = [], []
+            for number in range(1, rounds + 1):
+                label = "%d-%s-%d" % (count, scenario_name, number)
+                run = run_validate(inventory, out, settings, label, lab_cpu)
+                if run["code"] != 0 or runs_of(run["report"]) != expected_runs:
+                    raise RuntimeError("validate.yml failed in round %d (exit code %d, %d of %d fio runs); see %s"
+                                       % (number, run["code"], runs_of(run["report"]), expected_runs, out))
+                validate_runs.append(run)
+                fio = run_fio_client(hosts, jobs, out, label, lab_cpu)
+                if fio["code"] != 0 or len(fio["iops"]) != expected_runs:
+                    raise RuntimeError("fio --client failed in round %d (exit code %d, %d of %d job results); see %s"
+                                       % (number, fio["code"], len(fio["iops"]), expected_runs, out))
+                fio_runs.append(fio)
+                print("  round %d: validate.yml %.1f s (controller %.1f CPU-s, lab hosts %.1f CPU-s), fio --client "
+                      "%.1f s (%.1f, %.1f CPU-s); fio_rand_read IOPS median %.0f vs %.0f"
+                      % (number, run["wall"], run["cpu"], run["lab_cpu"], fio["wall"], fio["cpu"], fio["lab_cpu"],
+                         statistics.median(figures(run["report"], "fio_rand_read")),
+                         statistics.median(fio["read_iops"] or [0.0])),
+                      flush=True)
+            result["scenarios"][scenario_name] = {"validate": validate_runs, "fio": fio_runs}
+        return result
+    finally:
+        for name, pid in servers.items():
+            lab("ssh", "--name", LAB, name, "--", "kill %d" % pid, check=False)
+        lab("down", "--name", LAB, check=False)
+        if lab_cpu is not None:
+            lab_cpu.close()
+
+
+def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool) -> Tuple[float, str]:
+    scenario = SCENARIOS[scenario_name]
+    walls = [run["wall"] for run in runs["validate"]]
+    fio_walls = [run["wall"] for run in runs["fio"]]
+    median_wall, median_fio = statistics.median(walls), statistics.median(fio_walls)
+    ratio = median_wall / median_fio
+
+    def per_host(kind: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[kind]) / count
+
+    jobs = len(scenario["tests"]) * scenario["repeats"]
+    plural = "s" if scenario["repeats"] > 1 else ""
+    rows = [["validate.yml (quick profile: %s × %d run%s)" % (", ".join(scenario["tests"]), scenario["repeats"], plural),
+             "%.1f" % median_wall, " / ".join("%.1f" % wall for wall in walls), "%.2f" % per_host("validate", "cpu"),
+             "%.2f" % per_host("validate", "lab_cpu")],
+            ["fio --client, the same %d job file%s per host" % (jobs, "s" if jobs > 1 else ""), "%.1f" % median_fio,
+             " / ".join("%.1f" % wall for wall in fio_walls), "%.3f" % per_host("fio", "cpu"),
+             "%.2f" % per_host("fio", "lab_cpu")]]
+    text = ["\n## %d hosts, %s (%d fio job%s of 10 s per host): ratio %.2f (validate.yml / fio --client, medians of "
+            "%d rounds)\n" % (count, scenario_name, jobs, "s" if jobs > 1 else "", ratio, len(walls)),
+            table(["command", "wall s (median)", "each round", "controller CPU-s per host", "lab host CPU-s per host"],
+                  rows, markdown)]
+    middle = sorted(runs["validate"], key=lambda run: run["wall"])[len(walls) // 2]
+    parts = grouped(phases(middle["clock"], middle["launched"], middle["wall"]))
+    if parts:
+        text.append("\nWhere validate.yml's %.1f s went (median round):\n" % middle["wall"])
+        text.append(table(["part", "s", "share"], [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"])]
+                                                   for name, seconds in parts], markdown))
+    return ratio, "\n".join(text)
+
+
+def parse_extra(values: List[str]) -> Dict[str, Any]:
+    extra: Dict[str, Any] = {}
+    for value in values:
+        if value.lstrip().startswith("{"):
+            extra.update(json.loads(value))
+        else:
+            key, _sep, raw = value.partition("=")
+            extra[key] = yaml.safe_load(raw)
+    return extra
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--hosts", default="10,30", help="comma-separated host counts (default 10,30)")
+    parser.add_argument("--scenarios", default="one-job,quick", help="comma-separated: one-job, quick (default both)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds of each command per host count (default 3)")
+    parser.add_argument("--target", type=float, default=1.5, help="ratio to meet at the smallest host count (1.5)")
+    parser.add_argument("--out", default="/tmp/diskproof-overhead", help="logs, reports and job files go here")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], help="extra var for validate.yml (k=v or JSON)")
+    parser.add_argument("--json", help="write every measured figure here")
+    parser.add_argument("--markdown", action="store_true", help="print tables as Markdown (for docs/benchmarks.md)")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        parser.error("needs root (the lab uses network namespaces, loop devices and cgroups)")
+    counts = sorted(int(value) for value in args.hosts.split(","))
+    scenarios = [name.strip() for name in args.scenarios.split(",") if name.strip()]
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        parser.error("unknown scenario %s: choose from %s" % (", ".join(unknown), ", ".join(SCENARIOS)))
+    extra = parse_extra(args.extra_vars)
+    results, texts, ratios = [], [], {}
+    try:
+        for count in counts:
+            result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra)
+            results.append(result)
+            for name, runs in result["scenarios"].items():
+                ratios[(count, name)], text = summary(count, name, runs, args.markdown)
+                texts.append(text)
+    except RuntimeError as error:
+        print("FAILED: %s" % error)
+        return 2
+    print("\n".join(texts))
+    if args.json:
+        slim = [{"hosts": result["hosts"],
+                 "scenarios": {name: {"validate": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "launched", "clock")}
+                                                   for run in runs["validate"]],
+                                      "fio": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "iops")}
+                                              for run in runs["fio"]]}
+                               for name, runs in result["scenarios"].items()}}
+                for result in results]
+        pathlib.Path(args.json).write_text(json.dumps(slim, indent=1))
+    first = counts[0]
+    print()
+    verdict = True
+    for name in scenarios:
+        within = ratios[(first, name)] <= args.target
+        verdict = verdict and within
+        print("%s: %s, ratio %.2f at %d hosts (target <= %g)" % ("PASS" if within else "FAIL", name,
+                                                                 ratios[(first, name)], first, args.target))
+    return 0 if verdict else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
