@@ -80,7 +80,7 @@ units: deps
 
 # Real devices, real ansible-playbook runs; they build and remove their own loop devices and labs.
 integration: deps
-	pytest -q tests/integration
+	pytest -q --durations=0 tests/integration
 
 # The tarball users install: build it, install it into an empty path, render the plugin docs.
 package: deps
