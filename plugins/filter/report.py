@@ -18,7 +18,8 @@ SOURCE_ARGUMENT = "filter argument"
 
 def fleet_report(records_by_host, host_statuses=None, rules=None, baseline=None, outlier_fraction=_aggregate.DEFAULT_OUTLIER_FRACTION,
                  peer_group=_aggregate.PEER_GROUP_IDENTITY, max_cv=_aggregate.DEFAULT_MAX_CV,
-                 regression_fraction=_aggregate.DEFAULT_REGRESSION_FRACTION, run=None):
+                 regression_fraction=_aggregate.DEFAULT_REGRESSION_FRACTION, run=None,
+                 robust_z_min_deviation=_aggregate.DEFAULT_ROBUST_Z_MIN_DEVIATION):
     """The report dict of the callback for {host: [records]}; malformed rules or baseline fail loudly."""
     if not isinstance(records_by_host, Mapping):
         raise AnsibleFilterError("diskproof.fleet.fleet_report: input must be a mapping of host to a list of records, got %s"
@@ -34,7 +35,8 @@ def fleet_report(records_by_host, host_statuses=None, rules=None, baseline=None,
         raise AnsibleFilterError("diskproof.fleet.fleet_report: host_statuses must be a mapping")
     try:
         settings = _aggregate.make_settings(outlier_fraction=outlier_fraction, peer_group=peer_group, max_cv=max_cv,
-                                            regression_fraction=regression_fraction)
+                                            regression_fraction=regression_fraction,
+                                            robust_z_min_deviation=robust_z_min_deviation)
         return _aggregate.build_report(
             records, dict(host_statuses or {}), dict(run or {}), settings=settings,
             acceptance=rules, rules_source=SOURCE_ARGUMENT if rules is not None else None,
