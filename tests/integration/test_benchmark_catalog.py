@@ -11,32 +11,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-LAB_TOOL = REPO / "tools" / "lab"
+from labhelpers import BIN, REPO, lab, leftover_fences, needs_root
+
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "bcat_lab.yml"
 LAB = "bcat"
 HOST = "bcat-n01"
 INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
-BIN = Path(sys.executable).parent
 MIB = 1 << 20
 TRUTH = {"dd_seq_write": ("write_bytes_per_s", 50 * MIB), "dd_seq_read": ("read_bytes_per_s", 50 * MIB),
          "fio_rand_read": ("read_iops", 200), "fio_rand_write": ("write_iops", 200)}
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="needs root and iproute2 (the lab uses network namespaces and loop devices)")
+pytestmark = needs_root
 
-
-def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=check, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +67,6 @@ def disk_state(disk):
     with open("/sys/block/%s/stat" % disk["device"], encoding="ascii") as handle:
         written_sectors = int(handle.read().split()[6])
     return listing, written_sectors
-
-
-def leftover_fences():
-    found = []
-    for root, dirs, _files in os.walk("/sys/fs/cgroup/memory"):
-        found.extend(os.path.join(root, name) for name in dirs if name.startswith("diskproof-"))
-    return found
 
 
 def test_check_mode_prints_the_plan_and_changes_nothing(bcat, tmp_path):

@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LAB_TOOL = REPO / "tools" / "lab"
+from labhelpers import BIN, REPO, lab, leftover_fences, needs_root
+
 SPEC = Path(__file__).resolve().parent / "bkill_lab.yml"
 LAB = "bkill"
 HOST = "bkill-n01"
 INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
-BIN = Path(sys.executable).parent
 TARGET = "/srv/diskproof/d0"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="needs root and iproute2 (the lab uses network namespaces and loop devices)")
+pytestmark = needs_root
 
-
-def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=check, timeout=120)
 
 
 def on_host(command: str) -> subprocess.CompletedProcess:
@@ -42,13 +35,6 @@ def on_host(command: str) -> subprocess.CompletedProcess:
 
 def cron_status() -> int:
     return int(on_host("service cron status >/dev/null 2>&1; echo $?").stdout.strip())
-
-
-def leftover_fences():
-    found = []
-    for root, dirs, _files in os.walk("/sys/fs/cgroup/memory"):
-        found.extend(os.path.join(root, name) for name in dirs if name.startswith("diskproof-"))
-    return found
 
 
 @pytest.fixture(scope="module")

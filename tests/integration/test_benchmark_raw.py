@@ -16,50 +16,29 @@ Real lab (tools/lab, lab `braw`), real ansible-playbook with the report callback
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-LAB_TOOL = REPO / "tools" / "lab"
+from labhelpers import BIN, REPO, lab, needs_root, sha256_of, written_sectors
+
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "braw_lab.yml"
 LAB = "braw"
 HOST = "braw-n01"
 INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
 VALIDATE = REPO / "playbooks" / "validate.yml"
-BIN = Path(sys.executable).parent
 MIB = 1 << 20
 DISK_BYTES = 256 * MIB
 RATE = 50 * MIB
 IOPS = 200
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="needs root and iproute2 (the lab uses network namespaces and loop devices)")
+pytestmark = needs_root
 
-
-def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=check, timeout=120)
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
-        for block in iter(lambda: handle.read(4 * MIB), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def written_sectors(device):
-    with open("/sys/block/%s/stat" % os.path.basename(device), encoding="ascii") as handle:
-        return int(handle.read().split()[6])
 
 
 @pytest.fixture(scope="module")
