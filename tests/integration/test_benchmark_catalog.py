@@ -31,7 +31,6 @@ TRUTH = {"dd_seq_write": ("write_bytes_per_s", 50 * MIB), "dd_seq_read": ("read_
 pytestmark = needs_root
 
 
-
 @pytest.fixture(scope="module")
 def bcat():
     lab("down", "--name", LAB)

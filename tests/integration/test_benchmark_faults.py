@@ -28,7 +28,6 @@ TARGET = "/srv/diskproof/d0"
 pytestmark = needs_root
 
 
-
 def on_host(command: str) -> subprocess.CompletedProcess:
     return lab("ssh", "--name", LAB, HOST, "--", command, check=False)
 

@@ -40,7 +40,6 @@ IOPS = 200
 pytestmark = needs_root
 
 
-
 @pytest.fixture(scope="module")
 def braw():
     lab("down", "--name", LAB)
