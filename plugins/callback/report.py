@@ -166,7 +166,7 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _junit, _render
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _csv_cells, _report_inputs
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"
@@ -365,10 +365,13 @@ def _table_row(entry: Mapping) -> tuple[str, ...]:
     record = entry.get("record") or {}
     bytes_per_s = _aggregate.bytes_per_s_of(record)
     iops = _aggregate.iops_of(record)
+    target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
+    not_a_disk = _aggregate.not_a_disk_filesystem(target)
     return (
         entry["host"],
         entry.get("target_path") or "-",
-        entry.get("device") or "-",
+        # A target measured with allow_non_disk says so where a disk would be named.
+        "%s (not a disk)" % not_a_disk if not_a_disk is not None else entry.get("device") or "-",
         entry.get("test") or "-",
         _format_number(bytes_per_s, 1e6, 1),
         _format_number(bytes_per_s, MIB, 1),
@@ -417,15 +420,18 @@ def render_table(report: Mapping, listing: _render.Listing | None = None) -> lis
 
 
 def _csv_row(entry: _aggregate.Entry, target: tuple, reason: str) -> list:
-    """A results.csv row of an entry (None is written as an empty field, anything else as str());
-    ``target`` and ``reason`` are its _aggregate.entry_target and entry_reason."""
+    """A results.csv row of an entry (None is written as an empty field, anything else as str(),
+    formula-like text neutralised: _csv_cells); ``target`` and ``reason`` are its
+    _aggregate.entry_target and entry_reason."""
     facts = entry.facts
     if facts is None:
-        return [entry.host, None, None, None, None, entry.verdict, reason, None, None, None, None, None, None, None, None, None]
-    path, device, serial, test = target
-    figures = facts.figures
-    return [entry.host, path, device, test, facts.tool, entry.verdict, reason, figures[0], figures[1], figures[2], figures[3],
-            facts.seconds, facts.bytes, facts.error, serial, facts.target[2]]
+        row = [entry.host, None, None, None, None, entry.verdict, reason, None, None, None, None, None, None, None, None, None]
+    else:
+        path, device, serial, test = target
+        figures = facts.figures
+        row = [entry.host, path, device, test, facts.tool, entry.verdict, reason, figures[0], figures[1], figures[2], figures[3],
+               facts.seconds, facts.bytes, facts.error, serial, facts.target[2]]
+    return [_csv_cells.neutralised(value) for value in row]
 
 
 # The per-entry paths test exact types first (type(x) is str, type(x) in _CSV_NUMBERS): that is
@@ -437,24 +443,30 @@ _CSV_PLAIN_NUMBERS = frozenset((float, int, type(None)))
 
 
 def _csv_cell(value) -> str:
-    """One field of a results.csv row as csv.writer(lineterminator="\n") writes it in a row of
-    several fields: None empty, a float its repr, anything else its str(), quoted when needed."""
+    """One field of a results.csv row as csv.writer writes it in a row of several fields (a CR
+    quoted too, see below): None empty, a float its repr, anything else its str(), quoted when
+    needed; text a spreadsheet would run as a formula gets a leading ' (_csv_cells)."""
     if value is None:
         return ""
     kind = type(value)
     if kind in _CSV_NUMBERS:
         return repr(value)
+    value = _csv_cells.neutralised(value)
+    kind = type(value)
     if kind is str and not ('"' in value or "," in value or "\n" in value or "\r" in value):
         return value
-    # Quoting (which characters, how): the csv module's own rules, whatever its version.
+    # Quoting (which characters, how): the csv module's own rules, whatever its version. Its writer
+    # quotes a field holding a character of its line terminator: "\r\n" here, so that a CR inside a
+    # field is quoted too (bare, spreadsheets and csv.reader start a new row at it, and a formula
+    # could begin there); the lines of results.csv still end in "\n".
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow([value, None])
-    return buffer.getvalue()[:-2]
+    csv.writer(buffer, lineterminator="\r\n").writerow([value, None])
+    return buffer.getvalue()[:-3]
 
 
 class CsvLines:
     """results.csv lines of compact entries: ``line(entry, reason)`` is what
-    ``csv.writer(lineterminator="\n").writerow(_csv_row(entry, ...))`` writes (tested), without
+    ``csv.writer(lineterminator="\r\n").writerow(_csv_row(entry, ...))`` writes, ending in "\n" (tested), without
     the row list; the fields a disk model, path and test share are spelled once."""
 
     def __init__(self) -> None:
@@ -489,6 +501,9 @@ class CsvLines:
             host_cell = self.cell(host)
         if type(reason) is not str or '"' in reason or "," in reason or "\n" in reason or "\r" in reason:
             reason = _csv_cell(reason)
+        elif reason[:1] in _csv_cells.LEADING:
+            # what _csv_cell writes (_csv_cells.neutralised), inline: most reasons begin with a sign
+            reason = "'" + reason
         verdict_cell = cells.get(verdict)
         if verdict_cell is None:
             verdict_cell = self.cell(verdict)
@@ -527,21 +542,20 @@ def _junit_fields(entry: _aggregate.Entry) -> tuple:
 
 
 def render_csv(report: Mapping) -> str:
-    """results.csv text of a report dict: one row per entry, in report order."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    """results.csv text of a report dict: one row per entry, in report order, each field spelled as
+    the callback writes it (_csv_cell)."""
+    lines = [",".join(CSV_COLUMNS) + "\n"]
     for entry in report["results"]:
         record = entry.get("record") or {}
         metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
         target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
-        writer.writerow([
+        lines.append(",".join(_csv_cell(value) for value in (
             entry["host"], entry.get("target_path"), entry.get("device"), entry.get("test"), record.get("tool"),
             entry["verdict"], entry.get("reason"),
             metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
             record.get("seconds"), record.get("bytes"), record.get("error"), entry.get("serial"), target.get("model"),
-        ])
-    return buffer.getvalue()
+        )) + "\n")
+    return "".join(lines)
 
 
 def _is_measuring_task(task) -> bool:

@@ -100,6 +100,10 @@ PEER_GROUP_CHOICES = (PEER_GROUP_IDENTITY, PEER_GROUP_TEST)
 BASIS_IDENTITY = "identity"
 BASIS_TEST_ROTATIONAL = "test_rotational"
 BASIS_TEST = "test"
+# Targets that are not on a disk (target.not_a_disk: tmpfs, overlay, NFS ...): grouped by filesystem type only,
+# whatever peer_group says, so they are never compared with disks (nor disks with them).
+BASIS_NOT_A_DISK = "not_a_disk"
+NOT_A_DISK_KEY_PREFIX = "not_a_disk="
 
 METRIC_IOPS = "iops"
 METRIC_BYTES_PER_S = "bytes_per_s"
@@ -110,6 +114,8 @@ HOST_UNREACHABLE = "unreachable"
 
 NOTE_NO_DEVICE_COUNTERS = "cache bypass not proven: no device counters"
 NOTE_SAMPLES_IGNORED = "samples ignored: not a list of numbers"
+NOTE_NOT_A_DISK = ("not a disk (%s): compared only with other %s targets; acceptance rules and baseline are for "
+                   "disks and were not applied")
 REASON_NO_FIGURE = "record has no throughput or IOPS figure"
 
 # "fio_rand_read", "randwrite_4k", "random_read": "rand" at the start of a word of the test id.
@@ -271,8 +277,19 @@ def disk_class(record: Mapping[str, Any]) -> Optional[str]:
     return _disk_class(target.get("rotational"), target.get("transport"))
 
 
-def _group_key(test: Any, model: Any, firmware: Any, size_bytes: Any, rotational: Any, peer_group: str) -> GroupKey:
+def not_a_disk_filesystem(target: Mapping[str, Any]) -> Optional[str]:
+    """The filesystem type of a target marked ``not_a_disk: true`` ("unknown" when unnamed), else None."""
+    if target.get("not_a_disk") is not True:
+        return None
+    filesystem = target.get("filesystem")
+    return str(filesystem) if filesystem not in (None, "") else "unknown"
+
+
+def _group_key(test: Any, model: Any, firmware: Any, size_bytes: Any, rotational: Any, peer_group: str,
+               not_a_disk: Optional[str] = None) -> GroupKey:
     test_id = str(test or "")
+    if not_a_disk is not None:
+        return (test_id, NOT_A_DISK_KEY_PREFIX + not_a_disk)
     if peer_group == PEER_GROUP_TEST:
         return (test_id,)
     if model is None:
@@ -284,17 +301,20 @@ def peer_group_key(record: Mapping[str, Any], peer_group: str = PEER_GROUP_IDENT
     """Records judged against each other share this key (the metric is added by ``peer_groups``).
 
     ``identity``: test, model, firmware and capacity of the target disk; when the model is unknown
-    (VMs, loop devices) test and rotational. ``test``: the test id alone.
+    (VMs, loop devices) test and rotational. ``test``: the test id alone. A target that is not a
+    disk (``target.not_a_disk``), under either: test and its filesystem type.
     """
     target = _mapping(record.get("target"))
     return _group_key(record.get("test"), target.get("model"), target.get("firmware"), target.get("size_bytes"), target.get("rotational"),
-                      peer_group)
+                      peer_group, not_a_disk_filesystem(target))
 
 
 def key_basis(key: GroupKey) -> str:
-    """Which fields a key was built from: identity, test_rotational or test."""
+    """Which fields a key was built from: identity, test_rotational, test or not_a_disk."""
     if len(key) == 1:
         return BASIS_TEST
+    if key[1].startswith(NOT_A_DISK_KEY_PREFIX):
+        return BASIS_NOT_A_DISK
     return BASIS_TEST_ROTATIONAL if key[1].startswith("rotational=") else BASIS_IDENTITY
 
 
@@ -323,7 +343,7 @@ def target_of(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
 # ---------------------------------------------------------------------------------------------
 
 # RecordFacts.target, in this order.
-TARGET_FIELDS = ("path", "device", "model", "firmware", "size_bytes", "rotational", "transport")
+TARGET_FIELDS = ("path", "device", "model", "firmware", "size_bytes", "rotational", "transport", "not_a_disk")
 # RecordFacts.figures, in this order: metrics.<name> except the two p99 latencies (ns).
 FIGURE_FIELDS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "fsyncs_per_s", "read_p99_ns", "write_p99_ns")
 _SCALARS = (str, int, float, bool, type(None))
@@ -439,7 +459,7 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
     if samples is not None:
         samples = tuple([_number(sample) for sample in samples]) if isinstance(samples, list) else (None,)
     identity = (target.get("path"), target.get("device"), target.get("model"), target.get("firmware"), target.get("size_bytes"),
-                target.get("rotational"), target.get("transport"))
+                target.get("rotational"), target.get("transport"), not_a_disk_filesystem(target))
     identity = _shared_target(shared, identity if _PLAIN.issuperset(map(type, identity)) else tuple([_own(value) for value in identity]))
     rest = (target.get("serial"), target.get("wwn"), get("error"), get("tool"), get("seconds"), get("bytes"))
     if not _PLAIN.issuperset(map(type, rest)):
@@ -459,7 +479,7 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
 
 def _facts_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
     target = facts.target
-    return _group_key(facts.test, target[2], target[3], target[4], target[5], peer_group)
+    return _group_key(facts.test, target[2], target[3], target[4], target[5], peer_group, target[7])
 
 
 class _GroupKeys:
@@ -919,7 +939,8 @@ def baseline_index(baseline: Any) -> BaselineIndex:
         facts = record_facts(record)
         disk_id = _disk_id(facts.serial, facts.wwn)
         metric = _measured_metric(facts)
-        if disk_id is None or metric is None:
+        # A not_a_disk figure (tmpfs, NFS ...) is no disk's baseline.
+        if disk_id is None or metric is None or facts.target[7] is not None:
             continue
         values.setdefault((disk_id[0], disk_id[1], str(facts.test or ""), metric[0]), []).append(metric[1])
     return {key: median(figures) for key, figures in values.items()}
@@ -1037,10 +1058,13 @@ class _Judge:
             key = self.key(facts)
         notes: List[str] = [facts.note] if facts.note else []
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
-        if self.rules:
+        not_a_disk = facts.target[7]
+        if not_a_disk is not None:
+            notes.append(NOTE_NOT_A_DISK % (not_a_disk, not_a_disk))
+        elif self.rules:
             findings.extend((VERDICT_SLOW, reason) for reason in _violations(host, facts, self.rules))
         reference = change = None
-        if self.baseline is not None:
+        if self.baseline is not None and not_a_disk is None:
             found = _baseline_value(facts, self.baseline, name)
             if found is None:
                 notes.append("no baseline for this disk and test")

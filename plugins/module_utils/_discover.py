@@ -32,6 +32,8 @@ import json
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
+
 MAX_QUOTED_CHARS = 300
 
 # Mount points whose disk is the boot disk: never selected, never granted raw_write.
@@ -41,6 +43,7 @@ BOOT_MOUNT_POINTS = ("/", "/boot", "/boot/efi", "/efi")
 REFUSAL_CODES = (
     "not_found",
     "not_directory",
+    "not_a_disk",
     "not_block_device",
     "not_destructive",
     "not_allow_listed",
@@ -354,28 +357,12 @@ class Topology:
 def parse_mountinfo(text: str) -> List[Dict[str, str]]:
     """Mounts of /proc/self/mountinfo: mount_point, maj_min (of st_dev), root, fstype, source.
 
-    mountinfo rather than /proc/mounts: it names the device number of every mount, so a mount is tied
-    to its block device even when the source is a by-uuid link, a /dev/mapper name or a renamed node.
+    One parser for the collection: _filesystems.parse_mountinfo (bench_plan reads mounts too).
     """
-    mounts = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = line.split(" ")
-        if "-" not in fields[6:] or len(fields) < 10:
-            raise DiscoverError("/proc/self/mountinfo", "'ID PARENT MAJ:MIN ROOT MOUNT OPTS ... - FSTYPE SOURCE SUPEROPTS' "
-                                "on line %d" % lineno, line)
-        separator = fields.index("-", 6)
-        if len(fields) < separator + 3 or not re.match(r"^[0-9]+:[0-9]+$", fields[2]):
-            raise DiscoverError("/proc/self/mountinfo", "FSTYPE SOURCE after ' - ' and MAJ:MIN on line %d" % lineno, line)
-        mounts.append({
-            "mount_point": _unescape_octal(fields[4]),
-            "maj_min": fields[2],
-            "root": _unescape_octal(fields[3]),
-            "fstype": fields[separator + 1],
-            "source": _unescape_octal(fields[separator + 2]),
-        })
-    return mounts
+    try:
+        return _filesystems.parse_mountinfo(text)
+    except _filesystems.MountinfoError as error:
+        raise DiscoverError("/proc/self/mountinfo", error.expected, error.found) from None
 
 
 def parse_swaps(text: str) -> List[Dict[str, Any]]:
@@ -1051,28 +1038,35 @@ def normalize_wwn(value: Optional[str]) -> Optional[str]:
     return lowered or None
 
 
-def allow_list_match(disk: Dict[str, Any], allow: Sequence[str]) -> Optional[str]:
+def _entry_matches(disk: Dict[str, Any], text: str) -> bool:
+    """One host-free entry against a disk: serial, WWN or loop:<backing file>."""
+    if text.startswith("loop:"):
+        backing = disk.get("loop_backing_file")
+        return bool(backing) and text[len("loop:"):] == backing
+    serial = (disk.get("serial") or "").strip().casefold()
+    wwn = normalize_wwn(disk.get("wwn"))
+    return bool(serial and text.casefold() == serial) or bool(wwn and normalize_wwn(text) == wwn)
+
+
+def allow_list_match(disk: Dict[str, Any], allow: Sequence[str], host: Optional[str] = None) -> Optional[str]:
     """The allow-list entry naming this disk, or None.
 
     An entry matches a disk's serial (case-insensitive, exact otherwise) or its WWN (any of the
     0x / naa. / eui. spellings). Loop devices have neither: an entry 'loop:<backing file>' matches a
-    loop device whose backing file is exactly that path. Nothing else matches: not a kernel name, not
-    a /dev path (those change between boots and would let a stale list hit another disk).
+    loop device whose backing file is exactly that path. An entry 'HOST:<serial, WWN or loop:file>'
+    matches only on the inventory host HOST (host, case-insensitive): a serial or WWN copied to
+    another host's list then names nothing. Nothing else matches: not a kernel name, not a /dev path
+    (those change between boots and would let a stale list hit another disk).
     """
-    serial = (disk.get("serial") or "").strip().casefold()
-    wwn = normalize_wwn(disk.get("wwn"))
-    backing = disk.get("loop_backing_file")
     for entry in allow:
         if not isinstance(entry, str) or not entry.strip():
             continue
         text = entry.strip()
-        if text.startswith("loop:"):
-            if backing and text[len("loop:"):] == backing:
-                return entry
-            continue
-        if serial and text.casefold() == serial:
+        if _entry_matches(disk, text):
             return entry
-        if wwn and normalize_wwn(text) == wwn:
+        bound, sep, rest = text.partition(":")
+        if sep and host and bound and not text.startswith("loop:") and bound.casefold() == host.casefold() \
+                and _entry_matches(disk, rest.strip()):
             return entry
     return None
 
@@ -1104,14 +1098,15 @@ def _names(items: Sequence[str]) -> str:
 
 
 def raw_write_refusals(target_kname: str, topology: Topology, disks: Sequence[Dict[str, Any]], destructive: bool,
-                       allow: Sequence[str], boot_unknown: Sequence[str]) -> List[Dict[str, str]]:
+                       allow: Sequence[str], boot_unknown: Sequence[str], host: Optional[str] = None
+                       ) -> List[Dict[str, str]]:
     """Every reason the target may not be written, in REFUSAL_CODES order; [] grants raw_write.
 
     disks: the records (describe_disk) of the physical disks under the target. raw_write needs
     destructive true, a whole physical disk, every disk allow-listed by serial/WWN (or loop backing
-    file), and nothing on it: no mount, swap, fstab line, partition (table), holder, signature; the
-    kernel grants an exclusive open (when tried); not the boot disk; signatures probed without error;
-    not read-only; the boot disk known.
+    file; entries HOST:... only when host is HOST), and nothing on it: no mount, swap, fstab line,
+    partition (table), holder, signature; the kernel grants an exclusive open (when tried); not the
+    boot disk; signatures probed without error; not read-only; the boot disk known.
     """
     refusals = []
     if not destructive:
@@ -1127,13 +1122,14 @@ def raw_write_refusals(target_kname: str, topology: Topology, disks: Sequence[Di
     for disk in disks:
         name = disk["name"]
         usage = disk["usage"]
-        if allow_list_match(disk, allow) is None:
+        if allow_list_match(disk, allow, host) is None:
             ident = []
             for key, label in (("serial", "serial"), ("wwn", "WWN"), ("loop_backing_file", "loop backing file")):
                 if disk.get(key):
                     ident.append("%s %s" % (label, disk[key]))
             if ident:
-                message = "%s (%s) is not in diskproof_destructive_allow" % (name, ", ".join(ident))
+                message = "%s (%s) is not in diskproof_destructive_allow%s" % (
+                    name, ", ".join(ident), " (entries HOST:... count only on host %s)" % host if host else "")
             else:
                 message = "%s has no serial, WWN or loop backing file to match diskproof_destructive_allow" % name
             refusals.append(_refusal("not_allow_listed", message))

@@ -18,8 +18,12 @@ Sizing rules:
   smaller), rounded up to whole sequential blocks and MiB.
 - Direct-I/O block sizes are multiples of the device's logical block size (else O_DIRECT fails
   with EINVAL); not being a multiple of its physical block size is a warning.
-- The filesystem keeps max(5 %, 1 GiB) free after the test file and the largest extra file set
-  (sysbench, bonnie++) are written; otherwise the plan is refused before anything is written.
+- Each filesystem keeps max(5 %, 1 GiB) free at the fullest moment of the run: directory targets are
+  grouped by filesystem (st_dev), and the jobs are walked in run order, counting every test file from
+  the job that creates it until it is removed and every extra file set (sysbench, bonnie++) while its
+  job runs. A target's test file is removed by its last job that reads or writes it, so the next
+  target's files never sit next to it. Otherwise the plan is refused before anything is written,
+  naming the filesystem (mount point, device), its targets and the figures.
 
 Raw block-device targets (``kind="raw"``, granted ``raw_read`` or ``raw_write`` by the discover
 role) are tested on the device node itself, never through a test file, and nothing is created:
@@ -41,6 +45,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ._filesystems import KIND_MEMORY, FilesystemFacts, allowed_warning, refusal_message
 from ._sizing import (
     RESERVE_FRACTION, RESERVE_MIN_BYTES, SizingError, buffered_test_size, check_direct_block_size, check_free_space,
     evenly_spaced_offsets, round_up,
@@ -160,6 +165,15 @@ class TargetFacts:
     device_path: Optional[str] = None
     device_size_bytes: Optional[int] = None
     granted_class: Optional[str] = None
+    # The filesystem of a directory target as _filesystems.classify_mount saw it (None: not looked at), and
+    # whether a target that is not on a disk may run anyway (allow_non_disk).
+    filesystem: Optional[FilesystemFacts] = None
+    allow_non_disk: bool = False
+    # st_dev of a directory target ("major:minor"): targets sharing it share the free space, so the plan sums
+    # what coexists on it. None (not looked at): the target counts as a filesystem of its own.
+    filesystem_id: Optional[str] = None
+    mount_point: Optional[str] = None        # where that filesystem is mounted, for messages
+    filesystem_device: Optional[str] = None  # its block device (a partition's own name), None for tmpfs and such
 
     @property
     def raw(self) -> bool:
@@ -210,6 +224,9 @@ class Plan:
     raw_targets: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     # Tests of the list that do not run on a target: {target, test, reason} (needs_filesystem | needs_raw_write).
     skipped: List[Dict[str, str]] = field(default_factory=list)
+    # Per filesystem (its st_dev, or the target path when unknown): mount_point, device, targets, peak_bytes (all
+    # that is on it at the fullest moment of the run), peak_job {test, target}, free_bytes, size_bytes, reserve_bytes.
+    filesystems: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
@@ -217,6 +234,7 @@ class Plan:
             "cache_basis_bytes": self.cache_basis_bytes, "test_file_bytes": self.test_file_bytes,
             "repeats": self.repeats, "max_repeats": self.max_repeats, "fio_runtime_s": self.fio_runtime_s,
             "space": self.space, "warnings": self.warnings, "raw_targets": self.raw_targets, "skipped": self.skipped,
+            "filesystems": self.filesystems,
             "estimate_s": sum(job["estimate_s"] for job in self.jobs),
         }
 
@@ -269,6 +287,9 @@ def _check_target(index: int, target: TargetFacts) -> TargetFacts:
                         "digits and . _ - / + @ %% , = (mount the filesystem under such a path)"
                         % (index, path, _unsafe_chars(path)))
     _check_block_sizes(index, target, path)
+    # Second line of defence behind discover (skipped with --skip-tags discover): the same rule, the same words.
+    if target.filesystem is not None and target.filesystem.not_a_disk and not target.allow_non_disk:
+        raise PlanError("targets[%d]: %s" % (index, refusal_message(path, target.filesystem)))
     return dataclasses.replace(target, path=posixpath.normpath(path))
 
 
@@ -306,12 +327,18 @@ def _check_raw_target(index: int, target: TargetFacts) -> TargetFacts:
 # job builders
 # ---------------------------------------------------------------------------------------------
 
+def _memory_backed(target: TargetFacts) -> bool:
+    """A directory on tmpfs/ramfs (allowed with allow_non_disk): its files are page cache that cannot be dropped."""
+    return target.filesystem is not None and target.filesystem.kind == KIND_MEMORY
+
+
 def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], settings: "_Resolved", **options: Any) -> Job:
     job: Job = {
         "test": test, "tool": tool, "argv": None, "sweep": None, "fio": None, "creates": None,
         "drop_caches": True, "direction": None, "repeats": settings.repeats, "max_repeats": settings.max_repeats,
         "max_cv": settings.max_cv, "setup": [], "cleanup": [], "chdir": None, "workdir": None, "workdir_owner": None,
-        "cache_fence_bytes": settings.fence if CATALOG[_catalog_id(test)].buffered else None,
+        "cache_fence_bytes": (settings.fence if CATALOG[_catalog_id(test)].buffered and not _memory_backed(target)
+                              else None),
         "write_cache": "unchanged", "estimate_s": 0.0,
     }
     job.update(options)
@@ -327,6 +354,9 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
                              **{"class": target.granted_class})
     else:
         job["target"] = dict(target.identity, path=target.path, test_file=settings.test_file(target))
+        if target.filesystem is not None and target.filesystem.not_a_disk:
+            # The report keeps these apart from disks (own peer group by filesystem type).
+            job["target"].update(not_a_disk=True, filesystem=target.filesystem.fstype)
     if target.device and "device" not in target.identity:
         job["target"]["device"] = target.device
     job["description"] = CATALOG[_catalog_id(test)].summary
@@ -647,7 +677,6 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
                                  "physical_block_size": target.physical_block_size}
                    for target in targets if target.raw}
     warnings: List[str] = []
-    space: Dict[str, Dict[str, int]] = {}
     for target, tests in zip(targets, per_target):
         device = target.device or target.path
         for name, value in _direct_block_sizes(tests, settings):
@@ -656,17 +685,14 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
                                                         target.physical_block_size))
             except SizingError as error:
                 raise PlanError("%s: %s" % (target.path, error)) from error
-        if target.raw:
-            continue   # nothing is created on a raw device: no run directory, no space to keep
-        main = resolved.file_bytes if any(CATALOG[test].uses_test_file for test in tests) else 0
-        needed = main + max([_extra_space(test, resolved) for test in tests] + [0])
-        try:
-            reserve = check_free_space(target.path, needed, target.free_bytes, target.filesystem_size_bytes,
-                                       settings.reserve_fraction, settings.reserve_min_bytes)
-        except SizingError as error:
-            raise PlanError(str(error)) from error
-        space[target.path] = {"needed_bytes": needed, "free_bytes": target.free_bytes, "reserve_bytes": reserve}
     warnings.extend(_skip_warnings(skipped, raw_targets))
+    warnings.extend(allowed_warning(target.path, target.filesystem) for target in targets
+                    if not target.raw and target.filesystem is not None and target.filesystem.not_a_disk)
+    if resolved.fence:
+        warnings.extend("%s is on %s: its buffered tests run without the cache fence (the test file is memory "
+                        "itself, charged to the fence's memory cgroup, which would kill the tool)"
+                        % (target.path, target.filesystem.fstype)  # type: ignore[union-attr]
+                        for target in targets if _memory_backed(target))
 
     jobs: List[Job] = []
     raw_dirs: List[str] = []
@@ -683,12 +709,95 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
                 jobs.append(job)
     if not jobs:
         raise PlanError("none of the tests %s can run on these targets: %s" % (", ".join(requested), "; ".join(warnings)))
+    # Refused here, before anything is written: nothing was created yet (the module creates the run directories).
+    space, filesystems = _space_per_filesystem(targets, jobs, _remove_test_files_after_last_use(jobs), resolved)
     ran = {_catalog_id(job["test"]) for job in jobs}
     return Plan(jobs=jobs, run_dirs=[run_dirs[target.path] for target in targets if not target.raw], raw_dirs=raw_dirs,
                 tests=[test for test in selected if test in ran], profile=settings.profile,
                 cache_basis_bytes=resolved.basis, test_file_bytes=resolved.file_bytes, repeats=resolved.repeats,
                 max_repeats=resolved.max_repeats, fio_runtime_s=resolved.runtime, space=space, warnings=warnings,
-                raw_targets=raw_targets, skipped=skipped)
+                raw_targets=raw_targets, skipped=skipped, filesystems=filesystems)
+
+
+def _remove_test_files_after_last_use(jobs: List[Job]) -> Dict[int, str]:
+    """Give the last job that reads or writes each test file a cleanup that removes it; job index -> test file.
+
+    Jobs run one after the other (the role loops over them in this order), and bench_facts always runs cleanup
+    after the job's runs, also after a failure: so the next target's files never sit next to this one's.
+    """
+    last: Dict[str, int] = {}
+    for index, job in enumerate(jobs):
+        test_file = job["target"].get("test_file")
+        if test_file and CATALOG[_catalog_id(job["test"])].uses_test_file:
+            last[test_file] = index
+    for test_file, index in last.items():
+        jobs[index]["cleanup"] = list(jobs[index]["cleanup"]) + [["rm", "-f", "--", test_file]]
+    return {index: test_file for test_file, index in last.items()}
+
+
+def _filesystem_name(key: str, figures: Mapping[str, Any]) -> str:
+    """How a refusal names a filesystem: its mount point, device and st_dev, and the targets on it."""
+    if key in figures["targets"]:
+        return key   # its filesystem was not looked at (no st_dev): the target stands for it
+    return "the filesystem %s holding the target%s %s" % (
+        _filesystem_label(key, figures), "s" if len(figures["targets"]) > 1 else "", ", ".join(figures["targets"]))
+
+
+def _filesystem_label(key: str, figures: Mapping[str, Any]) -> str:
+    """'mounted at /srv (device sdb1, 8:17)'; the mount point and device only when known."""
+    label = ", ".join(part for part in (figures["device"] and "device %s" % figures["device"], key) if part)
+    return ("mounted at %s (%s)" % (figures["mount_point"], label)) if figures["mount_point"] else label
+
+
+def _space_per_filesystem(targets: Sequence[TargetFacts], jobs: Sequence[Job], removals: Mapping[int, str],
+                          s: _Resolved) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Dict[str, Any]]]:
+    """Walk the jobs in run order, as the run will: a test file is there from the job that creates it until the
+    job that removes it, an extra file set (sysbench, bonnie++) while its own job runs. The fullest moment of each
+    filesystem must leave the reserve free, else PlanError naming the filesystem, its targets and the figures.
+
+    Returns (per target: needed_bytes = its own fullest moment, free_bytes, reserve_bytes, filesystem;
+    per filesystem: see Plan.filesystems).
+    """
+    directories = [target for target in targets if not target.raw]
+    key_of = {target.path: target.filesystem_id or target.path for target in directories}
+    filesystems: Dict[str, Dict[str, Any]] = {}
+    for target in directories:
+        figures = filesystems.setdefault(key_of[target.path], {
+            "mount_point": target.mount_point, "device": target.filesystem_device,
+            "targets": [], "peak_bytes": 0, "peak_job": None, "free_bytes": target.free_bytes,
+            "size_bytes": target.filesystem_size_bytes, "reserve_bytes": 0})
+        figures["targets"].append(target.path)
+        # Each target's free space was read in turn: the least of them is what the filesystem surely has.
+        figures["free_bytes"] = min(figures["free_bytes"], target.free_bytes)
+    own = {target.path: 0 for target in directories}
+    present: Dict[str, Tuple[str, int]] = {}   # test file -> (its target, bytes) while it is on disk
+    for index, job in enumerate(jobs):
+        path = job["target"]["path"]
+        if job["target"].get("kind") == "raw" or path not in key_of:
+            continue   # nothing is created on a raw device: no run directory, no space to keep
+        if job["creates"]:
+            present[job["creates"]] = (path, s.file_bytes)
+        extra = _extra_space(_catalog_id(job["test"]), s)
+        figures = filesystems[key_of[path]]
+        here = extra + sum(size for owner, size in present.values() if key_of[owner] == key_of[path])
+        if here > figures["peak_bytes"]:
+            figures["peak_bytes"], figures["peak_job"] = here, {"test": job["test"], "target": path}
+        own[path] = max(own[path], extra + sum(size for owner, size in present.values() if owner == path))
+        if index in removals:
+            present.pop(removals[index], None)
+    for key, figures in filesystems.items():
+        peak_job = figures["peak_job"]
+        try:
+            figures["reserve_bytes"] = check_free_space(
+                _filesystem_name(key, figures), figures["peak_bytes"], figures["free_bytes"], figures["size_bytes"],
+                s.raw.reserve_fraction, s.raw.reserve_min_bytes,
+                at_once="while %s runs on %s" % (peak_job["test"], peak_job["target"]) if peak_job else "")
+        except SizingError as error:
+            raise PlanError(str(error)) from error
+    space = {target.path: {"needed_bytes": own[target.path], "free_bytes": target.free_bytes,
+                           "reserve_bytes": filesystems[key_of[target.path]]["reserve_bytes"],
+                           "filesystem": key_of[target.path]} for target in directories}
+    return space, filesystems
 
 
 def _human(value: float) -> str:
@@ -709,6 +818,11 @@ def plan_lines(plan: Plan, memory_bytes: int, fence: Optional[int]) -> List[str]
     for path, figures in plan.space.items():
         lines.append("%s: needs %s, keeps %s free of %s available" % (
             path, _human(figures["needed_bytes"]), _human(figures["reserve_bytes"]), _human(figures["free_bytes"])))
+    for key, figures in plan.filesystems.items():
+        if len(figures["targets"]) > 1:
+            lines.append("filesystem %s: targets %s: at most %s at once, keeps %s free of %s available" % (
+                _filesystem_label(key, figures).replace("mounted at ", "", 1), ", ".join(figures["targets"]),
+                _human(figures["peak_bytes"]), _human(figures["reserve_bytes"]), _human(figures["free_bytes"])))
     for path, info in plan.raw_targets.items():
         lines.append("%s: raw device %s (%s), %s, logical block %d B: tests run on the device node, each within "
                      "min(test file, device), the ZCAV sweep over the whole device; nothing is created" % (

@@ -5,7 +5,7 @@
 Everything the quiesce module decides lives here, as functions of text and plain data, so each
 rule is a table in tests/unit/plugins/module_utils/test_quiesce.py:
 
-    lock_verdict(lock, run_id, controller, host_boot_id, now, alive)  free | ours | held | stale
+    lock_verdict(lock, run_id, controller, host_boot_id, now, alive)  free | ours | held | stale | reused
     new_lock(...), new_state(...), parse_lock(text), parse_state(text)  the two JSON files
     candidate_units(manager, services, timers)                      what to look at, per manager
     SystemdServices(run), SysvServices(run, ...)                    status / stop / start, argv only
@@ -42,6 +42,7 @@ FREE = "free"      # no lock
 OURS = "ours"      # this run holds it
 HELD = "held"      # another run holds it and may be alive: refuse
 STALE = "stale"    # another run holds it and is certainly gone: take over, restore its state first
+REUSED = "reused"  # another run (another controller process) holds it under this very run id: refuse
 
 SECTOR_BYTES = 512
 ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -143,6 +144,7 @@ def new_lock(run_id: str, controller: Mapping[str, Any], host_boot_id: str, host
         "started": started or utc_iso(now),
         "updated": utc_iso(now),
         "expires": utc_iso(now + lease_s),
+        "lease_s": lease_s,
         "controller": {key: controller.get(key) for key in ("host", "user", "pid", "pid_start", "boot_id", "pid_ns")},
         "host": {"boot_id": host_boot_id, "pid": host_pid, "pid_start": host_pid_start},
     }
@@ -213,6 +215,15 @@ def same_controller(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     return all(mine.get(key) and mine.get(key) == theirs.get(key) for key in keys)
 
 
+RUN_KEYS = ("host", "boot_id", "pid_ns", "pid", "pid_start")
+
+
+def same_run(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """The same playbook run: no identity key (controller host, boot, PID namespace, ansible-playbook pid and start)
+    known on both sides differs. Without any identity (a direct module call) a run cannot be told apart: same."""
+    return all(mine.get(key) is None or theirs.get(key) is None or mine.get(key) == theirs.get(key) for key in RUN_KEYS)
+
+
 def lock_verdict(lock: Optional[Mapping[str, Any]], run_id: str, controller: Mapping[str, Any], host_boot_id: str,
                  now: float, alive: Callable[[Any, Any], bool]) -> Verdict:
     """Who may use the host. `controller` is this run's controller identity (the lookup
@@ -222,16 +233,20 @@ def lock_verdict(lock: Optional[Mapping[str, Any]], run_id: str, controller: Map
 
     A holder is stale only when it certainly is gone: the host rebooted since, or its controller
     is this very controller and its ansible-playbook process is no longer in the list, or its
-    lease expired. Anything else is held, and the caller refuses, naming the holder."""
+    lease expired. Anything else is held, and the caller refuses, naming the holder. The same run id
+    from another controller process is `reused`: two runs given one quiesce_run_id."""
     if lock is None:
         return Verdict(FREE, "no lock")
     if lock.get("run_id") == run_id:
-        return Verdict(OURS, "held by this run")
+        if same_run(controller, lock.get("controller") or {}):
+            return Verdict(OURS, "held by this run")
+        return Verdict(REUSED, "run id %s is already used by another run: %s" % (run_id, describe_holder(lock)))
     host = lock.get("host") or {}
     if host_boot_id and host.get("boot_id") and host.get("boot_id") != host_boot_id:
         return Verdict(STALE, "the host rebooted since run %s took the lock" % lock.get("run_id"))
     if host.get("pid") and alive(host.get("pid"), host.get("pid_start")):
-        return Verdict(HELD, "its quiesce call is still running on this host (pid %s)" % host.get("pid"))
+        return Verdict(HELD, "its quiesce call or benchmark step is still running on this host (pid %s)"
+                       % host.get("pid"))
     theirs = lock.get("controller") or {}
     if same_controller(controller, theirs) and isinstance(theirs.get("pid"), int):
         live = controller.get("live") or {}

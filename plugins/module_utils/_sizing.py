@@ -74,20 +74,24 @@ def check_direct_block_size(name: str, block_size: object, device: str, logical:
     return []
 
 
-def check_free_space(path: str, needed: int, free: int, filesystem_size: int,
-                     reserve_fraction: float = RESERVE_FRACTION, reserve_min: int = RESERVE_MIN_BYTES) -> int:
+def check_free_space(where: str, needed: int, free: int, filesystem_size: int,
+                     reserve_fraction: float = RESERVE_FRACTION, reserve_min: int = RESERVE_MIN_BYTES,
+                     at_once: str = "") -> int:
     """The reserve kept free; refuses when ``needed`` bytes would leave less than it.
 
-    The reserve is max(reserve_fraction x filesystem size, reserve_min).
+    ``where`` names the filesystem (a target path, or its mount point, device and targets); ``needed``
+    is everything the run has on it at its fullest moment, which ``at_once`` describes (e.g. "while
+    sysbench_rndrd runs on /srv/a"). The reserve is max(reserve_fraction x filesystem size, reserve_min).
     """
     reserve = max(int(filesystem_size * reserve_fraction), reserve_min)
     if needed + reserve > free:
         raise SizingError(
-            "not enough free space on %s: the tests need %s and the filesystem must keep %s free "
+            "not enough free space on %s: the tests need %s%s and the filesystem must keep %s free "
             "(max(%g%% of %s, %s)), but only %s is available; free space, lower the memory figure with a "
             "cache fence (diskproof_cache_fence_bytes), or choose fewer tests"
-            % (path, _format_bytes(needed), _format_bytes(reserve), reserve_fraction * 100,
-               _format_bytes(filesystem_size), _format_bytes(reserve_min), _format_bytes(free)))
+            % (where, _format_bytes(needed), " at once (%s)" % at_once if at_once else "", _format_bytes(reserve),
+               reserve_fraction * 100, _format_bytes(filesystem_size), _format_bytes(reserve_min),
+               _format_bytes(free)))
     return reserve
 
 

@@ -70,7 +70,15 @@ options:
   src:
     description:
       - Path on the managed host of a file holding raw tool output to parse. Nothing is run.
+      - It must be a regular file (a symlink to one is fine) of at most O(src_max_bytes); a directory, FIFO,
+        device or socket is refused before it is read.
     type: path
+  src_max_bytes:
+    description:
+      - Largest O(src) file read, in bytes (default 64 MiB); a larger file is refused, never read in part.
+      - Only used with O(src).
+    type: int
+    default: 67108864
   argv:
     description:
       - Command to run, as a list of arguments (no shell). The first element is looked up in E(PATH).
@@ -92,6 +100,11 @@ options:
       - The module adds C(device), the whole-disk kernel name (V(sdb), V(nvme0n1), V(loop3)) of the block
         device holding C(path), unless the dict already has a C(device) key. C(device) is null when it cannot
         be known (no C(path), tmpfs, overlay, network filesystems).
+      - A raw target (C(kind=raw)) with a C(grant) (the discover role's, passed on by the plan) is checked right
+        before the job - the disks' serial, WWN, disk sequence number, size and loop identity read again from sysfs
+        and C(/dev/disk/by-id); for C(class=raw_write) also no mount (C(/proc/self/mountinfo)), partition, holder or
+        signature (C(wipefs -n)), and the device is held open with C(O_EXCL) for the whole job. Anything changed
+        fails the job before it runs, naming what changed.
     type: dict
   params:
     description:
@@ -234,6 +247,38 @@ options:
         C(bonnie++ -u nobody).
       - Only with O(workdir).
     type: str
+  run_dir:
+    description:
+      - The run directory M(diskproof.fleet.bench_plan) created for this job's target, as its plan returns it in each
+        job (C(run_dir)); the benchmark role passes it on. Without it none of the checks below are made.
+      - Before anything runs and again right before each tool run (every measured run, sweep step and O(setup)
+        command), the module walks O(run_dir.resolved) from C(/) one component at a time with C(O_NOFOLLOW) and
+        refuses the job when any component is now a symlink, when the directory is not the one the plan created
+        (O(run_dir.device), O(run_dir.inode)), is no longer owned by root or is writable by others, or when
+        O(run_dir.path) (as the tools open it, by name) leads anywhere else. O(creates) must not exist in it before
+        the first run (checked through the directory's descriptor, so a symlink counts) and be a regular file later.
+      - O(workdir) directly inside it is created relative to the verified directory descriptor; the partial
+        O(creates) file is removed through it. dd, fio and sysbench open their files by path themselves; for them
+        the check right before the run is the protection (a window of milliseconds remains; docs/benchmarks.md).
+      - Only with O(argv) or O(sweep).
+    type: dict
+    suboptions:
+      path:
+        description: The run directory as the jobs name it (the target path as given, plus C(diskproof-<run id>)).
+        type: path
+        required: true
+      resolved:
+        description:
+          - The same directory with the symlinks of the target path resolved once by the plan. Default O(run_dir.path).
+        type: path
+      device:
+        description: C(st_dev) of the run directory when the plan created it.
+        type: int
+        required: true
+      inode:
+        description: C(st_ino) of the run directory when the plan created it.
+        type: int
+        required: true
   job_file:
     description:
       - The text of a fio job file. The module writes it to a private temporary file (outside the target
@@ -261,7 +306,12 @@ options:
   write_cache:
     description:
       - V(off) switches the volatile write cache of the whole disk C(target.device) off before O(setup) and the first
-        run, and always restores the setting it read before, at the end, then reads it back to verify.
+        run, and always restores the original setting at the end, then reads it back to verify.
+      - The original setting is written to C(write-cache.json) in O(state_dir) before the first toggle, and only when
+        none is recorded for that disk yet - after a step killed with the cache off, the record still holds the real
+        original, which this step then restores. It is removed once the restore reads back right; what a killed step
+        left there, the C(diskproof.fleet.quiesce) module (C(playbooks/restore.yml), or the next run's quiesce) puts
+        back. Needs O(state_dir).
       - ATA/SATA disks (C(/sys/block/<disk>/device/vendor) V(ATA)) - C(hdparm -W) / C(hdparm -W0) / C(hdparm -W1).
         SCSI/SAS disks - C(sdparm --get=WCE) / C(sdparm --clear=WCE) / C(sdparm --set=WCE) (current values only,
         never C(--save)). NVMe namespaces - C(nvme get-feature <dev> -f 6) / C(nvme set-feature <dev> -f 6 --value=0)
@@ -277,6 +327,20 @@ options:
     type: str
     choices: [unchanged, "off"]
     default: unchanged
+  state_dir:
+    description:
+      - The host's quiesce state directory (the C(diskproof.fleet.quiesce) module's O(state_dir); the benchmark role
+        passes the one the quiesce role published). Checked like the quiesce module checks it (owned by this user,
+        mode without group/world write, no symlink) and created with mode 0700 when O(write_cache=off) needs it.
+      - Holds the original write-cache settings (O(write_cache)) and the lock O(lock_run_id) renews.
+    type: path
+  lock_run_id:
+    description:
+      - The run id holding the quiesce lock in O(state_dir). Before the job the module checks that this run still holds
+        the lock (else it fails - another run took the host over) and renews its lease (C(expires) = now + the lock's
+        C(lease_s)), naming itself as the lock's host process, so the lock counts as held while the job runs however
+        long it takes; it renews the lease again when the job ends.
+    type: str
   sweep:
     description:
       - A ZCAV sweep - dd reads at increasing offsets of a disk, planned by the caller (each typically
@@ -310,6 +374,20 @@ options:
       - The records get C(raw_files), the paths written.
       - Only with O(argv) or O(sweep).
     type: path
+  remove_on_cancel:
+    description:
+      - Run directories of this run (M(diskproof.fleet.bench_plan)'s C(<target>/diskproof-<run id>), its
+        C(run_dirs)) that the module removes, with everything in them, when the job is cancelled - SIGTERM, SIGINT
+        or SIGHUP to the module, or the controller going away (ansible-playbook cancelled or killed, its ssh
+        connection closed) - because the play's cleanup never runs after a cancel. The benchmark role passes its
+        plan's C(run_dirs).
+      - A directory is removed only when its C(.diskproof-run) note proves it is this run's - a directory (not a
+        symlink) named C(diskproof-<id>) whose note names run C(<id>) and this host; else it is left alone and the
+        task says why. Removal never follows symlinks and leaves filesystems mounted inside alone.
+      - Never used when the job ends normally or fails on its own (the role's cleanup removes the directories then).
+      - Only with O(argv) or O(sweep).
+    type: list
+    elements: path
 extends_documentation_fragment:
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
@@ -327,8 +405,12 @@ notes:
     only is always C(changed=false). Set C(changed_when) in the task when a read-only benchmark should not
     count as a change.
   - O(device_io) and the C(device) of O(target) come from Linux C(/sys); elsewhere they are null.
-  - SIGTERM and SIGHUP (a killed task, a dropped connection) while commands run still restore the write cache and
-    remove the fence and work directory before the module exits.
+  - Every command (O(setup), the measured runs, O(cleanup), write-cache tools) runs in a process group of its own
+    and is told by the kernel to die with the module (C(PR_SET_PDEATHSIG)). On SIGTERM, SIGINT or SIGHUP to the
+    module, and when the controller goes away (the module's stdout, the pipe to sshd, loses its reader - what an
+    AWX/AAP cancel of ansible-playbook does to a running module, which gets no signal), the whole group gets
+    SIGTERM, one second later SIGKILL, and is reaped; then O(cleanup) runs and the fence, write cache and work
+    directory are restored and removed as after any failure, and O(remove_on_cancel) is removed.
 seealso:
   - name: diskproof result records (schema 1)
     description: The record layout every result follows, in C(docs/architecture.md) of the collection.
@@ -708,17 +790,21 @@ elapsed_s:
 
 import contextlib
 import datetime
-import inspect
+import errno
 import os
 import pwd
 import secrets
 import shlex
 import signal
+import socket
+import stat
 import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _identity, _paths, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _cancel, _proc
+from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce, _state_dir
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
     ParseError,
     apply_exit_code,
@@ -731,19 +817,12 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
     version_from_banner,
 )
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import tool_from_argv
+from ansible_collections.diskproof.fleet.plugins.module_utils._input_file import InputFileError, read_regular_file
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 # Options that only mean something when the module runs commands (argv or sweep).
-RUN_ONLY = ("max_repeats", "setup", "cleanup", "chdir", "workdir", "job_file", "cache_fence_bytes", "keep_raw")
-
-
-def run_command_extra(module):
-    """Make run_command raise instead of failing the task (ansible-core >= 2.16), so cleanup still runs."""
-    try:
-        parameters = inspect.signature(module.run_command).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {"handle_exceptions": False} if "handle_exceptions" in parameters else {}
+RUN_ONLY = ("max_repeats", "setup", "cleanup", "chdir", "workdir", "job_file", "cache_fence_bytes", "keep_raw",
+            "run_dir", "remove_on_cancel")
 
 
 class TaskFailed(Exception):
@@ -756,7 +835,7 @@ class TaskFailed(Exception):
 
 
 class Interrupted(Exception):
-    """SIGTERM or SIGHUP while running: clean up (restore the write cache) and fail."""
+    """SIGTERM, SIGINT or SIGHUP while running: the tool's process group is killed, then the teardown runs."""
 
 
 def utc_now():
@@ -773,14 +852,13 @@ def complete_target(target):
 
 
 def read_input(module):
-    """Raw bytes of content= or src=."""
+    """Raw bytes of content= or src= (a regular file of at most src_max_bytes, see _input_file)."""
     if module.params["content"] is not None:
         return module.params["content"].encode("utf-8", "surrogateescape")
     try:
-        with open(module.params["src"], "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise TaskFailed("cannot read src=%s: %s" % (module.params["src"], error), created=[])
+        return read_regular_file(module.params["src"], module.params["src_max_bytes"])
+    except InputFileError as error:
+        raise TaskFailed(str(error), created=[])
 
 
 def drop_caches():
@@ -881,6 +959,7 @@ class Job:
         self.version_known = False
         self.started_anything = False
         self.workdir_identity = None
+        self.verified_runs = 0      # tool runs the run-directory check let through (creates= may exist after one)
         self.job_path = None
         self.fence = None
         self.fence_layout = None
@@ -891,6 +970,9 @@ class Job:
         self.last_rc = None
         self.succeeded = False      # set by run_job before the teardown: the job ran and no tool failed
         self.partial_removed = None
+        # The module's stdout when it is the pipe to sshd: its reader gone means the controller went away.
+        self.controller_pipe = _proc.hangup_watch()
+        self.tearing_down = False   # the teardown's own commands are never cut short
 
     # ------------------------------------------------------------------ checks (nothing changed yet)
 
@@ -914,6 +996,7 @@ class Job:
         for kind in ("setup", "cleanup"):
             for number, argv in enumerate(params[kind] or [], 1):
                 self.resolve(argv, "%s command %d" % (kind, number))
+        self.check_run_dir()
         creates = params["creates"]
         if creates and os.path.lexists(creates):
             raise TaskFailed("creates=%s exists already: refusing to run over a file this run did not create "
@@ -949,6 +1032,7 @@ class Job:
                 self.fence_layout = _run.plan_fence(os.getpid(), secrets.token_hex(4))
             except _run.RunError as error:
                 raise TaskFailed("cache_fence_bytes needs a memory cgroup: %s" % error)
+        self.renew_lease()
 
     def inside_workdir(self, path):
         workdir = self.params["workdir"]
@@ -980,16 +1064,20 @@ class Job:
         """(rc, stdout bytes, stderr bytes) of argv, in chdir, LC_ALL=C, no shell."""
         binary = self.binaries.get(argv[0]) or self.module.get_bin_path(argv[0]) or argv[0]
         if self.cwd is not None and not os.path.isdir(self.cwd):
-            # run_command would silently run it in the module's own directory instead
+            # say which option is wrong (Popen would only name the missing directory)
             raise _run.RunError("cannot run %s: chdir=%s is not a directory" % (shlex.join(argv), self.cwd))
+        watch = [] if self.tearing_down else self.controller_pipe
+        if _proc.hung_up(watch):
+            raise _proc.ControllerGone("the controller went away before %s started" % shlex.join(argv))
         self.started_anything = True
         try:
-            rc, stdout, stderr = self.module.run_command(argv, executable=binary, environ_update=LOCALE_C, encoding=None,
-                                                         expand_user_and_vars=False, cwd=self.cwd,
-                                                         **run_command_extra(self.module))
+            # Its own process group, killed and reaped on a signal or when the controller goes away (_proc.py).
+            done = _proc.run(argv, executable=binary, cwd=self.cwd, env=dict(os.environ, **LOCALE_C), watch=watch)
         except OSError as error:
             raise _run.RunError("cannot run %s: %s" % (shlex.join(argv), error))
-        return rc, stdout or b"", stderr or b""
+        if done.strays:
+            self.warn("%s left %d process(es) running after it exited: killed" % (shlex.join(argv), done.strays))
+        return done.rc, done.stdout, done.stderr
 
     def keep(self, kind, number, data):
         if self.params["keep_raw"] is None:
@@ -1023,6 +1111,7 @@ class Job:
     # ------------------------------------------------------------------ the job
 
     def execute(self):
+        self.hold_and_verify_raw_grant()
         if self.params["workdir"] is not None:
             self.make_workdir()
         if self.cwd is not None and not os.path.isdir(self.cwd):
@@ -1035,6 +1124,7 @@ class Job:
         if self.fence_layout is not None:
             self.enter_fence()
         for number, argv in enumerate(self.params["setup"] or [], 1):
+            self.check_run_dir()
             rc, message = self.run_aux("setup", number, argv)
             if message:
                 raise TaskFailed(message)
@@ -1043,20 +1133,129 @@ class Job:
         else:
             self.run_repeats(measured)
 
+    # ------------------------------------------------------------------ raw grants (module_utils/_identity.py)
+
+    device_hold = None   # O_EXCL descriptor of the device for the whole raw_write job
+
+    def hold_and_verify_raw_grant(self):
+        """A raw job runs only on the disk discover granted: its identity read again now and, for raw_write,
+        the disk still unused and held with O_EXCL until the teardown (a mount of it then fails with EBUSY;
+        dd and fio open it without O_EXCL and still run)."""
+        grant = self.target.get("grant") if self.target.get("kind") == "raw" else None
+        if grant is None:
+            return
+        try:
+            grant = _identity.check_grant(grant)
+        except _identity.IdentityError as error:
+            raise TaskFailed("raw job refused before anything ran: %s" % error)
+        writes = grant.get("class") == "raw_write"
+        exclusive_error = None
+        if writes:
+            try:
+                self.device_hold = os.open(self.target.get("device_path") or self.target["path"],
+                                           os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+            except OSError as error:
+                exclusive_error = "%s: %s" % (errno.errorcode.get(error.errno, error.errno), error.strerror)
+        observed = dict((disk.get("name"), _identity.observe(disk.get("name"))) for disk in grant["disks"])
+        mountinfo, signatures, signature_errors = None, {}, {}
+        if writes:
+            try:
+                with open("/proc/self/mountinfo", "r", encoding="utf-8", errors="surrogateescape") as handle:
+                    mountinfo = handle.read()
+            except OSError:
+                mountinfo = None
+            wipefs = self.module.get_bin_path("wipefs")
+            for name, seen in observed.items():
+                if not seen.get("present"):
+                    continue
+                if wipefs is None:
+                    signature_errors[name] = "wipefs is not installed"
+                    continue
+                # The probe discover made (wipefs -n: no-act, reads only).
+                rc, out, err = self.module.run_command([wipefs, "-n", "-J", "/dev/" + name],
+                                                       environ_update={"LANG": "C", "LC_ALL": "C"})
+                signatures[name], signature_errors[name] = _discover.wipefs_result(rc, out, err)
+        problems = _identity.verify_grant(grant, observed, mountinfo, signatures, signature_errors, exclusive_error)
+        if problems:
+            raise TaskFailed(_identity.refusal_message(grant, problems))
+
+    def release_device_hold(self):
+        if self.device_hold is not None:
+            os.close(self.device_hold)
+            self.device_hold = None
+
     def make_workdir(self):
         path = self.params["workdir"]
+        # Directly inside the run directory: made relative to its verified descriptor, never by path.
+        run_fd = self.open_run_dir() if self.in_run_dir(path) else None
+        name = os.path.basename(os.path.normpath(path))
+        where = {} if run_fd is None else {"dir_fd": run_fd}
         try:
-            os.mkdir(path, 0o700)
-            self.workdir_identity = _run.identity(path)
-        except OSError as error:
-            raise TaskFailed("cannot create workdir=%s: %s" % (path, error))
-        owner = self.params["workdir_owner"]
-        if owner is not None:
-            user = pwd.getpwnam(owner)
             try:
-                os.chown(path, user.pw_uid, user.pw_gid)
+                os.mkdir(name if where else path, 0o700, **where)
+                info = os.stat(name if where else path, follow_symlinks=False, **where)
+                self.workdir_identity = (info.st_dev, info.st_ino)
             except OSError as error:
-                raise TaskFailed("cannot give workdir=%s to %s: %s; run with become: true" % (path, owner, error))
+                raise TaskFailed("cannot create workdir=%s: %s" % (path, error))
+            owner = self.params["workdir_owner"]
+            if owner is not None:
+                user = pwd.getpwnam(owner)
+                try:
+                    os.chown(name if where else path, user.pw_uid, user.pw_gid, follow_symlinks=False, **where)
+                except OSError as error:
+                    raise TaskFailed("cannot give workdir=%s to %s: %s; run with become: true" % (path, owner, error))
+        finally:
+            if run_fd is not None:
+                os.close(run_fd)
+
+    # ------------------------------------------------------------------ the run directory (bench_plan's identity)
+
+    def in_run_dir(self, path):
+        """Whether path names an entry directly inside O(run_dir) (as the jobs name it)."""
+        run_dir = self.params["run_dir"]
+        return bool(run_dir and path) and \
+            os.path.dirname(os.path.normpath(path)) == os.path.normpath(run_dir["path"])
+
+    def open_run_dir(self):
+        """A descriptor of the run directory while it is still the one bench_plan created (walked from / with
+        O_NOFOLLOW, same device and inode, root's, not writable by others) and its path as the tools open it
+        leads there too; None without run_dir; TaskFailed naming the swap otherwise."""
+        run_dir = self.params["run_dir"]
+        if run_dir is None:
+            return None
+        expected = (run_dir["device"], run_dir["inode"])
+        try:
+            fd = _paths.verify_directory(run_dir["resolved"] or run_dir["path"], expected, _paths.trusted_uids())
+        except _paths.PathError as error:
+            raise TaskFailed(str(error))
+        problem = _paths.same_identity(run_dir["path"], expected)
+        if problem:
+            os.close(fd)
+            raise TaskFailed("the run directory %s was swapped after the plan created it: %s; refusing to run a tool "
+                             "that would write through it - find out who replaced it, remove it and run again"
+                             % (run_dir["path"], problem))
+        return fd
+
+    def check_run_dir(self):
+        """Right before a tool runs: the run directory is still ours, and creates= is not something we did not
+        make (a file or symlink put there before the first run; anything but a regular file later)."""
+        run_fd = self.open_run_dir()
+        if run_fd is None:
+            return
+        try:
+            creates = self.params["creates"]
+            if creates and self.in_run_dir(creates):
+                try:
+                    info = os.stat(os.path.basename(creates), dir_fd=run_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    info = None
+                if info is not None and (not self.verified_runs or not stat.S_ISREG(info.st_mode)):
+                    raise TaskFailed("creates=%s exists already (%s) in the run directory: not made by this run; "
+                                     "refusing to run a tool that would write through it - remove it and run again"
+                                     % (creates, "a symlink" if stat.S_ISLNK(info.st_mode) else
+                                        "mode %o" % info.st_mode))
+        finally:
+            os.close(run_fd)
 
     def write_job_file(self):
         text = self.params["job_file"]
@@ -1099,9 +1298,18 @@ class Job:
         if before.changeable is False and before.enabled:
             raise TaskFailed("write_cache=off: the write cache of %s cannot be changed (sdparm reports cha: n); run "
                              "without write_cache on this disk" % self.device)
-        self.write_cache = {"before": before.enabled, "during": None, "restored": False, "method": commands.tool}
+        # On disk before the first toggle; an original recorded earlier (a step killed with the cache off) is kept.
+        recorded = self.remember_write_cache(transport, commands.tool, before.enabled)
+        original = recorded["enabled"]
+        self.write_cache = {"before": original, "during": None, "restored": False, "method": commands.tool}
+        if original != before.enabled:
+            self.warn("the write cache of %s was %s when this step started; its original setting, %s, was recorded by "
+                      "run %s at %s and never restored (a killed step): this step restores %s at the end"
+                      % (self.device, "on" if before.enabled else "off", "on" if original else "off",
+                         recorded.get("run_id"), recorded.get("recorded"), "on" if original else "off"))
+        # switched back at the end whenever the original or the current setting is on
+        self.write_cache_touched = original or before.enabled
         if before.enabled:
-            self.write_cache_touched = True
             try:
                 rc, stdout, stderr = self.run(commands.off)
             except _run.RunError as error:
@@ -1142,6 +1350,8 @@ class Job:
         """Run argv once (after a cache drop when asked) and parse it: (tool, records, rc, raw)."""
         if self.params["drop_caches"] and measure:
             drop_caches()
+        self.check_run_dir()
+        self.verified_runs += 1
         want_io = self.params["device_io"] is not False and measure
         before = _blockdev.read_stat(self.device) if want_io else None
         started = utc_now()
@@ -1258,8 +1468,9 @@ class Job:
     def teardown(self):
         """Leave the fence, run cleanup, remove the fence, restore the write cache, remove the workdir
         and the job file. Never raises: what cannot be undone goes to self.problems."""
+        self.tearing_down = True
         steps = (self.leave_fence, self.run_cleanup, self.remove_fence, self.restore_write_cache, self.remove_workdir,
-                 self.remove_job_file, self.remove_partial_file)
+                 self.remove_job_file, self.remove_partial_file, self.release_device_hold, self.renew_lease_after)
         for step in steps:
             try:
                 step()
@@ -1272,6 +1483,12 @@ class Job:
                 self.problems.append("cache fence: %s" % problem)
 
     def run_cleanup(self):
+        if self.params["cleanup"] and self.started_anything:
+            try:
+                self.check_run_dir()
+            except TaskFailed as error:
+                self.warn("cleanup commands not run: %s" % error.msg)
+                return
         for number, argv in enumerate(self.params["cleanup"] or [], 1):
             _rc, message = self.run_aux("cleanup", number, argv)
             if message:
@@ -1310,6 +1527,55 @@ class Job:
         if not self.write_cache["restored"]:
             self.problems.append("write cache of %s reads %s after the restore, was %s before; restore it by hand: %s"
                                  % (self.device, "on" if after.enabled else "off", "on" if wanted else "off", manual))
+            return
+        self.forget_write_cache()
+
+    def remember_write_cache(self, transport, tool, enabled):
+        """The entry holding the disk's original setting in the state directory, written now unless one is there."""
+        try:
+            with _state_dir.StateDir(self.params["state_dir"], create=True) as state, state.mutex():
+                document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
+                if error:
+                    raise _quiesce.QuiesceError(error + "; restore the write caches it names by hand, then remove it")
+                document = document or _state_dir.new_write_cache_doc()
+                wwid = _state_dir.read_wwid(self.device)
+                entry, added = _state_dir.remember_write_cache(document, self.device, enabled, tool, transport,
+                                                               self.params["lock_run_id"], time.time(), wwid)
+                if entry.get("wwid") and entry["wwid"] != wwid:
+                    raise _quiesce.QuiesceError("its record names another disk (wwid %s, this one %s): restore that "
+                                                "disk's write cache by hand and remove the %s entry"
+                                                % (entry["wwid"], wwid, self.device))
+                if added:
+                    state.write(_state_dir.WRITE_CACHE_NAME, document)
+        except (_quiesce.QuiesceError, OSError) as error:
+            raise TaskFailed("write_cache=off: cannot record the original write cache of %s in %s before switching it "
+                             "off: %s" % (self.device, self.params["state_dir"], error))
+        return dict(entry)
+
+    def forget_write_cache(self):
+        """Restored and read back: the record of the original goes (a restore or a later step would redo it)."""
+        with _state_dir.StateDir(self.params["state_dir"]) as state, state.mutex():
+            document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
+            if error:
+                raise _quiesce.QuiesceError(error)
+            if document and document["devices"].pop(self.device, None) is not None:
+                state.write(_state_dir.WRITE_CACHE_NAME, document)
+
+    def renew_lease(self):
+        """This run still holds the quiesce lock: renew its lease, naming this process as its holder on the host."""
+        if self.params["lock_run_id"] is None:
+            return
+        try:
+            with _state_dir.StateDir(self.params["state_dir"]) as state:
+                _state_dir.renew_lease(state, self.params["lock_run_id"], os.getpid(), _quiesce.process_start(os.getpid()))
+        except (_quiesce.QuiesceError, OSError) as error:
+            raise TaskFailed("lock_run_id: %s" % error)
+
+    def renew_lease_after(self):
+        try:
+            self.renew_lease()
+        except TaskFailed as failure:
+            self.problems.append(failure.msg)
 
     def remove_workdir(self):
         if self.workdir_identity is not None:
@@ -1330,12 +1596,23 @@ class Job:
         if self.succeeded or not creates or not self.started_anything:
             return
         try:
-            os.unlink(creates)
+            run_fd = self.open_run_dir() if self.in_run_dir(creates) else None
+        except TaskFailed as error:
+            self.warn("the partial test file %s was not removed: %s" % (creates, error.msg))
+            return
+        try:
+            if run_fd is None:
+                os.unlink(creates)
+            else:
+                os.unlink(os.path.basename(creates), dir_fd=run_fd)
         except FileNotFoundError:
             return
         except OSError as error:
             self.warn("the partial test file %s could not be removed (%s): remove it by hand" % (creates, error))
             return
+        finally:
+            if run_fd is not None:
+                os.close(run_fd)
         self.partial_removed = creates
         self.record_warnings.append("the run failed: its partial test file %s was removed" % creates)
 
@@ -1363,14 +1640,15 @@ class Job:
 
 @contextlib.contextmanager
 def cleanup_on_signals():
-    """SIGTERM and SIGHUP (a killed task, a dropped connection) raise Interrupted, so the finally
-    blocks restore what the job changed; only in the main thread, where handlers can be set."""
+    """SIGTERM, SIGINT and SIGHUP (a killed task, a dropped connection) raise Interrupted: _proc.run kills the
+    tool's process group, then the finally blocks restore what the job changed; only in the main thread,
+    where handlers can be set."""
     def interrupted(signum, _frame):
         raise Interrupted("interrupted by signal %d" % signum)
 
     saved = {}
     try:
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        for signum in _proc.CANCEL_SIGNALS:
             saved[signum] = signal.signal(signum, interrupted)
     except ValueError:
         pass
@@ -1389,12 +1667,14 @@ def run_job(module, target):
         try:
             job.execute()
             job.succeeded = not tool_errors(job.records, job.last_rc)
-        except (TaskFailed, Interrupted) as error:
+        except (TaskFailed, Interrupted, _proc.ControllerGone) as error:
             failure = error
         except (OSError, _run.RunError) as error:
             failure = TaskFailed("%s: %s" % (type(error).__name__, error))
         finally:
-            with_signals_ignored(job.teardown)
+            with_signals_ignored(lambda: undo(job, failure))
+    if isinstance(failure, _proc.ControllerGone):
+        quiet_stdout()   # nobody reads it any more: the result would only end in a BrokenPipeError
     facts = job.finalize()
     creates = module.params["creates"]
     if creates and job.started_anything and os.path.lexists(creates):
@@ -1411,6 +1691,25 @@ def run_job(module, target):
     return dict(changed=True, created=job.created, ansible_facts=facts)
 
 
+def undo(job, failure):
+    """The teardown; after a cancel also this run's directories (the play's always: cleanup never runs then)."""
+    job.teardown()
+    if isinstance(failure, (Interrupted, _proc.ControllerGone)):
+        removed, problems = _cancel.remove_run_dirs(job.params["remove_on_cancel"] or [], socket.gethostname())
+        job.problems.extend(problems)
+        if removed:
+            job.record_warnings.append("cancelled: removed %s" % ", ".join(removed))
+
+
+def quiet_stdout():
+    """Point fd 1 at /dev/null (the controller that read it is gone)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+    finally:
+        os.close(devnull)
+
+
 def explained(message, job):
     """message, plus what to do when the tool ran out of space on a directory target."""
     path = job.target.get("path")
@@ -1423,10 +1722,11 @@ def explained(message, job):
 
 
 def with_signals_ignored(function):
-    """Run function with SIGTERM and SIGHUP ignored (the undo must not be cut short)."""
+    """Run function with SIGTERM, SIGINT and SIGHUP ignored (the undo must not be cut short; the commands it
+    starts get their default actions back, _proc.child_setup)."""
     saved = {}
     try:
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        for signum in _proc.CANCEL_SIGNALS:
             saved[signum] = signal.signal(signum, signal.SIG_IGN)
     except ValueError:
         pass
@@ -1489,6 +1789,7 @@ def main():
             tool=dict(type="str", default="auto", choices=["auto", "dd", "fio", "sysbench", "bonnie", "ioping"]),
             content=dict(type="str"),
             src=dict(type="path"),
+            src_max_bytes=dict(type="int", default=67108864),
             argv=dict(type="list", elements="str"),
             sweep=dict(type="list", elements="dict", options=dict(
                 offset_bytes=dict(type="int", required=True),
@@ -1514,12 +1815,22 @@ def main():
             job_file=dict(type="str"),
             cache_fence_bytes=dict(type="int"),
             write_cache=dict(type="str", default="unchanged", choices=["unchanged", "off"]),
+            state_dir=dict(type="path"),
+            lock_run_id=dict(type="str"),
             keep_raw=dict(type="path"),
+            remove_on_cancel=dict(type="list", elements="path"),
+            run_dir=dict(type="dict", options=dict(
+                path=dict(type="path", required=True),
+                resolved=dict(type="path"),
+                device=dict(type="int", required=True),
+                inode=dict(type="int", required=True),
+            )),
         ),
         mutually_exclusive=[("content", "src", "argv", "sweep")],
         required_one_of=[("content", "src", "argv", "sweep")],
-        required_if=[("drop_caches", True, ("argv", "sweep"), True), ("device_io", True, ("argv", "sweep"), True)],
-        required_by={"creates": "argv", "job_file": "argv", "workdir_owner": "workdir"},
+        required_if=[("drop_caches", True, ("argv", "sweep"), True), ("device_io", True, ("argv", "sweep"), True),
+                     ("write_cache", "off", ("state_dir",))],
+        required_by={"creates": "argv", "job_file": "argv", "workdir_owner": "workdir", "lock_run_id": "state_dir"},
         supports_check_mode=True,
     )
 

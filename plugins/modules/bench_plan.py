@@ -16,8 +16,12 @@ description:
     in C(docs/tests.md).
   - Buffered tests use a test file of 2 x the memory figure (or 2 x O(cache_fence_bytes) when that is smaller),
     rounded up to whole blocks. Direct-I/O block sizes must be multiples of each device's logical block size; a
-    misaligned value is refused, naming the device's block sizes. A target whose filesystem would keep less than
-    max(5 %, 1 GiB) free is refused. Nothing is written when the plan is refused.
+    misaligned value is refused, naming the device's block sizes. Directory targets are grouped by filesystem
+    (C(st_dev)); a filesystem that would keep less than max(5 %, 1 GiB) free at the fullest moment of the run (every
+    test file and extra file set there at once, in run order) is refused, naming its mount point, device, targets
+    and the figures. Nothing is written when the plan is refused.
+  - Each target's test file is removed by the last job that reads it (an C(rm -f) in that job's C(cleanup)), so the
+    next target's files never sit next to it.
   - Raw device targets (items with C(device) and C(mode)) are tested on the device node itself, never through a
     test file; every size and offset stays inside the device (min(the test-file size, the device size rounded down to
     the block size); the ZCAV sweep spans the whole device). The class comes from O(classes), which the discover role
@@ -28,6 +32,13 @@ description:
   - Without check mode, creates one run directory C(<target>/diskproof-<run_id>) per directory target (refusing when
     it exists) for the tests' files, holding only a C(.diskproof-run) note until the tests run; the role removes it
     at the end. Nothing is created for raw device targets. In check mode only the plan is returned.
+  - A directory target, and every directory above it up to C(/), must be owned by root or the connecting user (the
+    module's user, or C(SUDO_UID)) and not be group- or world-writable unless the sticky bit is set (like C(/tmp));
+    a symlink on the way must be owned by root or the connecting user, is resolved once and its destination checked
+    by the same rule. Otherwise the plan is refused naming the path, its owner and mode.
+  - The run directory is created with C(mkdir) relative to a descriptor of the resolved target opened from C(/)
+    with C(O_NOFOLLOW), checked by C(fstat), and its identity (device, inode) is returned in every job as C(run_dir)
+    for M(diskproof.fleet.bench_facts) to re-verify before each tool run (C(docs/tests.md)).
   - The note names the run, the host and O(lock_run_id). A run that restored an aborted run of this host first
     removes that run's run directories (O(remove_leftovers_of)) before it reads the free space.
 author:
@@ -40,6 +51,7 @@ options:
       - A device is stat'ed (it must be a block device); its size is C(/sys/dev/block/<major>:<minor>/size) x 512 (a
         partition's own size), its logical and physical block size those of its whole disk
         (C(/sys/block/<disk>/queue/)).
+      - A C(path) item may set C(allow_non_disk) (true or false) to override O(allow_non_disk) for that directory.
     type: list
     elements: dict
     required: true
@@ -151,13 +163,26 @@ options:
     default: {}
   classes:
     description:
-      - Device path -> the class the discover role granted it (V(raw_read) or V(raw_write)); the benchmark role fills it
-        from C(ansible_facts.diskproof_targets_resolved), entries with C(granted) true only. A key matches a device
-        target naming the same device node by any path (C(/dev/sdb), C(/dev/disk/by-id/...)).
+      - Device path -> the grant the discover role made (C(grant) of C(ansible_facts.diskproof_targets_resolved) - its
+        C(class), V(raw_read) or V(raw_write), and the identity of the disks it was made for); the benchmark role fills
+        it from the entries with C(granted) true only. A key matches a device target naming the same device node by any
+        path (C(/dev/sdb), C(/dev/disk/by-id/...)). The grant goes into every job's C(target.grant), and
+        M(diskproof.fleet.bench_facts) checks the disk against it right before each raw job.
+      - A value may also be just the class name; a V(raw_write) target then is refused (no identity to check).
       - A device target without a class here is refused; a target with C(mode=raw_read) runs as V(raw_read) even when
         V(raw_write) was granted; C(mode=raw_write) with only V(raw_read) granted is refused.
     type: dict
     default: {}
+  allow_non_disk:
+    description:
+      - Plan directory targets whose filesystem is not on a disk (tmpfs, ramfs, overlay, NFS, CIFS, FUSE, 9p,
+        virtiofs, or any filesystem whose source is no block device; the rule is in C(docs/discover.md), the same
+        one the discover role applies). With V(false) such a target is refused before anything is written, naming its filesystem type
+        and mount point; with V(true) it is planned with a warning and its jobs' C(target) carries C(not_a_disk) and
+        C(filesystem), which keep it apart from disks in the report.
+      - An item's own C(allow_non_disk) in O(targets) takes precedence.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - diskproof.fleet.attributes
 attributes:
@@ -194,9 +219,12 @@ RETURN = r"""
 plan:
   description: The plan - C(jobs) (each with its argv or fio job values and bench_facts options), C(run_dirs), C(tests),
     C(test_file_bytes), C(cache_basis_bytes), C(repeats), C(max_repeats), C(fio_runtime_s), C(space) per directory
-    target, C(raw_targets) (per device target - C(device_path), C(device), C(class), C(size_bytes) and block sizes),
-    C(skipped) (C(target), C(test), C(reason) - V(needs_filesystem) or V(needs_raw_write)), C(warnings) and
-    C(estimate_s).
+    target (C(needed_bytes) - its own fullest moment, C(free_bytes), C(reserve_bytes), C(filesystem)), C(filesystems)
+    per filesystem (C(mount_point), C(device), C(targets), C(peak_bytes), C(peak_job), C(free_bytes), C(size_bytes),
+    C(reserve_bytes)), C(raw_targets) (per device target - C(device_path), C(device), C(class), C(size_bytes) and block sizes),
+    C(skipped) (C(target), C(test), C(reason) - V(needs_filesystem) or V(needs_raw_write)), C(warnings),
+    C(estimate_s) and C(run_dir_identities) (run directory -> C(path), C(resolved), C(device), C(inode); empty in
+    check mode). Each job of a directory target carries its run directory's entry as C(run_dir) (not in check mode).
   returned: success
   type: dict
 lines:
@@ -231,8 +259,9 @@ import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _filesystems, _paths, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -285,6 +314,11 @@ def target_facts(module, index, target, identities, classes):
     if not os.path.isdir(path):
         module.fail_json(msg="targets[%d].path %s is not an existing directory" % (index, path), run_dirs=[])
     try:
+        # Root writes below it: nobody else may be able to swap any directory on the way (module_utils/_paths.py).
+        _paths.resolve_trusted(path, _paths.trusted_uids())
+    except _paths.PathError as error:
+        module.fail_json(msg="targets[%d].path %s refused, nothing was written: %s" % (index, path, error), run_dirs=[])
+    try:
         fs = os.statvfs(path)
     except OSError as error:
         module.fail_json(msg="cannot read the free space of %s: %s" % (path, error), run_dirs=[])
@@ -297,7 +331,53 @@ def target_facts(module, index, target, identities, classes):
         physical_block_size=read_int(os.path.join(queue, "physical_block_size"), 4096),
         rotational=None if rotational is None else bool(rotational),
         identity=dict(identities.get(os.path.normpath(path)) or {}),
+        filesystem=filesystem_of(module, path), allow_non_disk=allow_non_disk(module, index, target),
+        **filesystem_identity(module, path),
     )
+
+
+def filesystem_identity(module, path):
+    """st_dev of the directory ("major:minor": targets sharing it share one free space, which the plan sums), the
+    mount point of that filesystem (the highest directory above path on the same st_dev) and its block device."""
+    try:
+        st_dev = os.stat(path).st_dev
+        mount_point = os.path.realpath(path)
+        while mount_point != "/" and os.stat(os.path.dirname(mount_point)).st_dev == st_dev:
+            mount_point = os.path.dirname(mount_point)
+    except OSError as error:
+        module.fail_json(msg="cannot stat %s or a directory above it: %s" % (path, error), run_dirs=[])
+    number = "%d:%d" % (os.major(st_dev), os.minor(st_dev))
+    node = os.path.join(_blockdev.SYS_ROOT, "dev", "block", number)
+    # No /sys/dev/block entry for tmpfs, overlay, NFS (anonymous device numbers): no device to name.
+    device = os.path.basename(os.path.realpath(node)) if os.path.exists(node) else None
+    return dict(filesystem_id=number, mount_point=mount_point, filesystem_device=device)
+
+
+def filesystem_of(module, path):
+    """The mount holding path, judged by _filesystems.classify_mount (the rule disk_facts applies too)."""
+    try:
+        with open("/proc/self/mountinfo", "r", encoding="utf-8", errors="surrogateescape") as handle:
+            mounts = _filesystems.parse_mountinfo(handle.read())
+    except (OSError, _filesystems.MountinfoError) as error:
+        module.fail_json(msg="cannot read /proc/self/mountinfo (%s): it tells whether %s is on a disk" % (error, path),
+                         run_dirs=[])
+    mount = _filesystems.mount_for_path(mounts, os.path.realpath(path))
+    if mount is None:
+        return None
+    # A source that is no absolute path (tmpfs, server:/export) names no file: never stat'ed.
+    source = mount["source"]
+    return _filesystems.classify_mount(mount, source.startswith("/") and block_device_number(source) is not None)
+
+
+def allow_non_disk(module, index, target):
+    """targets[].allow_non_disk when the item sets it, else O(allow_non_disk)."""
+    value = target.get("allow_non_disk")
+    if value is None:
+        return module.params["allow_non_disk"]
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        module.fail_json(msg="targets[%d].allow_non_disk must be true or false, got %r" % (index, value), run_dirs=[])
 
 
 def block_device_number(path):
@@ -310,13 +390,21 @@ def block_device_number(path):
 
 
 def granted_class(classes, rdev):
-    """The raw class the discover role granted the device node rdev (keys may be any path of the node)."""
-    found = set()
+    """(class, grant) the discover role granted the device node rdev (keys may be any path of the node).
+
+    A value is the grant discover made (a dict with class and the disks' identity, which bench_facts
+    checks again before each raw job) or, from callers that have no grant, just the class name."""
+    found = {}
     for key, value in (classes or {}).items():
-        if value in RAW_CLASSES and isinstance(key, str) and block_device_number(key) == rdev:
-            found.add(value)
+        grant = value if isinstance(value, dict) else None
+        granted = grant.get("class") if grant is not None else value
+        if granted in RAW_CLASSES and isinstance(key, str) and block_device_number(key) == rdev:
+            found.setdefault(granted, grant)
     # Two names of one device with different classes: the lesser one.
-    return "raw_read" if "raw_read" in found else ("raw_write" if found else None)
+    for granted in ("raw_read", "raw_write"):
+        if granted in found:
+            return granted, found[granted]
+    return None, None
 
 
 def raw_target_facts(module, index, target, identities, classes):
@@ -344,7 +432,7 @@ def raw_target_facts(module, index, target, identities, classes):
     whole = _blockdev.whole_disk_for(major, minor)
     queue = os.path.join(_blockdev.SYS_ROOT, "block", whole or "-", "queue")
     rotational = read_int(os.path.join(queue, "rotational"), None)
-    granted = granted_class(classes, info.st_rdev)
+    granted, grant = granted_class(classes, info.st_rdev)
     if granted is None:
         module.fail_json(msg="targets[%d].device %s has no granted class: run the discover role first; it grants "
                              "raw_read/raw_write (raw_write only behind the destructive interlock, docs/discover.md), "
@@ -352,13 +440,21 @@ def raw_target_facts(module, index, target, identities, classes):
     if mode == "raw_write" and granted != "raw_write":
         module.fail_json(msg="targets[%d].device %s asks mode raw_write but was granted only %s: %s"
                              % (index, device, granted, INTERLOCK), run_dirs=[])
+    if granted == "raw_write" and mode == "raw_write" and not (grant or {}).get("disks"):
+        module.fail_json(msg="targets[%d].device %s: its raw_write grant carries no disk identity (serial, WWN or loop "
+                             "backing file), so the runner could not check it is still the granted disk; rerun the "
+                             "discover role, which binds every grant to the disk" % (index, device), run_dirs=[])
+    identity = dict(identities.get(os.path.normpath(device)) or {})
+    if grant:
+        # The job's target carries the grant: bench_facts checks the disk against it right before each raw job.
+        identity["grant"] = dict(grant, **{"class": mode if mode == "raw_read" else granted})
     return TargetFacts(
         path=device, kind="raw", device_path=os.path.realpath(device), device_size_bytes=sectors * _blockdev.SECTOR_BYTES,
         granted_class=mode if mode == "raw_read" else granted, device=whole,
         logical_block_size=read_int(os.path.join(queue, "logical_block_size"), 512),
         physical_block_size=read_int(os.path.join(queue, "physical_block_size"), 4096),
         rotational=None if rotational is None else bool(rotational),
-        identity=dict(identities.get(os.path.normpath(device)) or {}),
+        identity=identity,
     )
 
 
@@ -418,26 +514,52 @@ def remove_leftovers(module, targets, run_ids):
 
 
 def create_run_dirs(module, run_dirs, lock_run_id=""):
+    """Create each run directory under an O_NOFOLLOW descriptor of its (re-checked, resolved) target and
+    return {run_dir: {path, resolved, device, inode}}: the identity bench_facts re-verifies before each run."""
     created = []
+    records = {}
+    trusted = _paths.trusted_uids()
     for run_dir in run_dirs:
+        target, name = os.path.split(run_dir)
         try:
+            # Checked again right before the mkdir: the plan's own check was a moment ago.
+            resolved = _paths.resolve_trusted(target, trusted)
             # 0755: bonnie++ runs as an unprivileged user in a directory below this one.
-            os.mkdir(run_dir, 0o755)
+            fd, info = _paths.make_directory(resolved, name, 0o755, trusted)
         except FileExistsError:
             module.fail_json(msg="%s exists already: not created by this run; if it holds %s it is the leftover of an "
                                  "aborted diskproof run and can be removed, else choose another run_id"
                                  % (run_dir, MARKER), run_dirs=created)
+        except _paths.PathError as error:
+            module.fail_json(msg="run directory %s refused: %s" % (run_dir, error), run_dirs=created)
         except OSError as error:
             module.fail_json(msg="cannot create %s: %s (run with become: true?)" % (run_dir, error), run_dirs=created)
-        os.chmod(run_dir, 0o755)
         created.append(run_dir)
+        records[run_dir] = _paths.run_dir_record(run_dir, os.path.join(resolved, name), info)
         # Says whose directory this is, for anyone who finds it after an aborted run (and for remove_leftovers).
-        with open(os.path.join(run_dir, MARKER), "w", encoding="utf-8") as handle:
-            handle.write("diskproof run %s, created %s by diskproof.fleet.bench_plan; removed at the end of the run\n"
-                         "host: %s\nlock_run_id: %s\n"
-                         % (os.path.basename(run_dir)[len("diskproof-"):], utc_now(), socket.gethostname(),
-                            lock_run_id))
-    return created
+        # Written through the directory's own descriptor, never by path: O_EXCL|O_NOFOLLOW.
+        try:
+            note = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+            with os.fdopen(note, "w", encoding="utf-8") as handle:
+                handle.write("diskproof run %s, created %s by diskproof.fleet.bench_plan; removed at the end of the "
+                             "run\nhost: %s\nlock_run_id: %s\n"
+                             % (name[len("diskproof-"):], utc_now(), socket.gethostname(), lock_run_id))
+        except OSError as error:
+            module.fail_json(msg="cannot write %s in %s: %s" % (MARKER, run_dir, error), run_dirs=created)
+        finally:
+            os.close(fd)
+    return records
+
+
+def attach_run_dirs(plan, records):
+    """Each directory job gets the identity of its run directory (bench_facts option run_dir)."""
+    plan["run_dir_identities"] = records
+    for job in plan["jobs"]:
+        test_file = (job.get("target") or {}).get("test_file")
+        record = records.get(os.path.dirname(test_file)) if test_file else None
+        if record is not None:
+            job["run_dir"] = dict(record)
+    return plan
 
 
 def main():
@@ -468,6 +590,7 @@ def main():
             keep_raw_dir=dict(type="str", default=""),
             identities=dict(type="dict", default={}),
             classes=dict(type="dict", default={}),
+            allow_non_disk=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -497,14 +620,16 @@ def main():
         plan_lines(plan, memory, params["cache_fence_bytes"])
     for warning in plan.warnings:
         module.warn(warning)
-    created = [] if module.check_mode else create_run_dirs(module, plan.run_dirs, params["lock_run_id"])
+    run_dir_records = {} if module.check_mode else create_run_dirs(module, plan.run_dirs, params["lock_run_id"])
+    created = list(run_dir_records)
     if not module.check_mode:
         for raw_dir in plan.raw_dirs:
             try:
                 os.makedirs(raw_dir, 0o700, exist_ok=True)
             except OSError as error:
                 module.fail_json(msg="cannot create keep_raw_dir %s: %s" % (raw_dir, error), run_dirs=created)
-    module.exit_json(changed=bool(created or leftovers), plan=plan.as_dict(), lines=lines, run_dirs=created,
+    module.exit_json(changed=bool(created or leftovers), plan=attach_run_dirs(plan.as_dict(), run_dir_records),
+                     lines=lines, run_dirs=created,
                      memory_bytes=memory, run_id=run_id, leftovers_removed=[path for path, _run_id in leftovers])
 
 

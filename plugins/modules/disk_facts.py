@@ -61,6 +61,13 @@ options:
             O(targets[].device).
         type: str
         choices: [filesystem, raw_read, raw_write]
+      allow_non_disk:
+        description:
+          - Measure this O(targets[].path) although its filesystem is not on a disk (tmpfs, ramfs, overlay, NFS, CIFS,
+            FUSE, 9p, virtiofs, or any filesystem whose source is no block device - the rule is in C(docs/discover.md)).
+            Such a target is otherwise refused with the code C(not_a_disk), naming its filesystem type and mount point.
+          - Unset, O(allow_non_disk) decides.
+        type: bool
   select:
     description:
       - V(all_data_disks) adds every data disk of the host as a target with the class O(select_mode).
@@ -104,9 +111,19 @@ options:
       - Loop devices have no serial or WWN - an entry V(loop:<backing file>) matches the loop device whose
         backing file is exactly that path (lab and test disks). Kernel names and C(/dev) paths never match -
         they change between boots.
+      - An entry V(HOST:<serial, WWN or loop:file>) is host-bound - it matches only when O(host) is HOST
+        (case-insensitive), so a list shared by several hosts names each disk on its own host only. WWN entries
+        are recommended - a WWN is unique worldwide, a serial only per vendor.
     type: list
     elements: str
     default: []
+  host:
+    description:
+      - The inventory name of this host (the discover role passes C(inventory_hostname)). Host-bound entries of
+        O(destructive_allow) match only this name, and every grant records it.
+      - Empty - host-bound entries match nothing.
+    type: str
+    default: ""
   smart:
     description:
       - Run C(smartctl -j -x) on every described disk, and C(nvme smart-log -o json) on NVMe disks when C(nvme) is
@@ -119,6 +136,14 @@ options:
         could not run safely. The message lists every reason; the facts are returned with the failure.
       - With V(false) (the default, what the C(discover) role uses) the task succeeds and the reasons are in
         RV(refusals) for the caller to assert on.
+    type: bool
+    default: false
+  allow_non_disk:
+    description:
+      - Default of O(targets[].allow_non_disk) for every directory target, usually the inventory variable
+        C(diskproof_allow_non_disk). With V(false) a directory on a filesystem that is not on a disk is refused
+        (code C(not_a_disk)); with V(true) it is accepted with a warning and marked C(not_a_disk) in
+        RV(ansible_facts.diskproof_targets_resolved).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -442,12 +467,37 @@ ansible_facts:
           type: list
           elements: str
           returned: always
+        filesystem:
+          description: Filesystem type of the mount holding a directory target (from C(/proc/self/mountinfo)).
+          type: str
+          returned: always
+        mount_point:
+          description: Mount point of that filesystem; null for devices.
+          type: str
+          returned: always
+        not_a_disk:
+          description:
+            - True when that filesystem is not on a disk (see O(allow_non_disk)); such a target is refused unless
+              allowed, and when allowed the benchmark records carry C(target.not_a_disk).
+          type: bool
+          returned: always
+        grant:
+          description:
+            - For a device target granted V(raw_read) or V(raw_write) - the grant bound to the disk - C(class), C(host)
+              (O(host)), C(device), C(device_path) and C(disks), each disk with C(name), C(maj_min), C(serial), C(wwn),
+              C(size_sectors), C(diskseq) (C(/sys/block/<disk>/diskseq), new at every attach) and C(loop) (the loop
+              identity - C(backing_file), C(st_dev), C(st_ino) of the backing file - null for other disks).
+            - The benchmark runner (M(diskproof.fleet.bench_facts)) reads all of it again right before each raw job
+              and refuses the job when anything changed, or, for V(raw_write), when the disk is now mounted,
+              partitioned, held or carries a signature. Null for other targets.
+          type: dict
+          returned: always
         refusals:
           description:
-            - Why the requested class was not granted, each C(code) and C(message), all of them. Codes - C(not_found),
-              C(not_directory), C(not_block_device), C(not_destructive), C(not_allow_listed), C(not_whole_disk),
-              C(boot_disk), C(boot_disk_unknown), C(mounted), C(swap), C(fstab), C(partitioned), C(holders),
-              C(busy), C(signature), C(probe_failed), C(read_only).
+            - Why the requested class was not granted, each C(code) and C(message), all of them. Codes -
+              C(not_found), C(not_directory), C(not_a_disk), C(not_block_device), C(not_destructive),
+              C(not_allow_listed), C(not_whole_disk), C(boot_disk), C(boot_disk_unknown), C(mounted), C(swap),
+              C(fstab), C(partitioned), C(holders), C(busy), C(signature), C(probe_failed), C(read_only).
           type: list
           elements: dict
           returned: always
@@ -468,8 +518,9 @@ import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _discover
+from ansible_collections.diskproof.fleet.plugins.module_utils import _discover, _filesystems
 from ansible_collections.diskproof.fleet.plugins.module_utils._discover import DiscoverError
+from ansible_collections.diskproof.fleet.plugins.module_utils import _identity
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
@@ -676,7 +727,8 @@ class Discovery(object):
         given = spec[kind]
         requested = spec.get("mode") or DEFAULT_MODE[kind]
         record = {"target": {kind: given}, "kind": kind, "source": source, "requested": requested, "class": None,
-                  "granted": False, "device": None, "device_path": None, "disks": [], "refusals": []}
+                  "granted": False, "device": None, "device_path": None, "disks": [], "refusals": [], "grant": None,
+                  "filesystem": None, "mount_point": None, "not_a_disk": False}
         topology = view.topology
         try:
             info = os.stat(given)
@@ -687,7 +739,10 @@ class Discovery(object):
             if not stat.S_ISDIR(info.st_mode):
                 record["refusals"].append({"code": "not_directory", "message": "%s is not a directory" % given})
                 return record
-            kname = view.node_for_file(os.path.realpath(given), "%d:%d" % (os.major(info.st_dev), os.minor(info.st_dev)))
+            resolved = os.path.realpath(given)
+            if not self.check_filesystem(view, record, resolved, spec):
+                return record
+            kname = view.node_for_file(resolved, "%d:%d" % (os.major(info.st_dev), os.minor(info.st_dev)))
         else:
             if not stat.S_ISBLK(info.st_mode):
                 record["refusals"].append({"code": "not_block_device", "message": "%s is not a block device" % given})
@@ -700,6 +755,26 @@ class Discovery(object):
         if kname is not None:
             record.update(device=kname, device_path=topology.nodes[kname]["path"], disks=topology.physical_disks(kname))
         return record
+
+    def check_filesystem(self, view, record, resolved, spec):
+        """Name the filesystem of a directory target; refuse (False) one that is not a disk unless allowed.
+
+        The rule is _filesystems.classify_mount, the one bench_plan applies too."""
+        mount = _filesystems.mount_for_path(view.mounts, resolved)
+        if mount is None:
+            return True
+        # A source that is no absolute path (tmpfs, server:/export) is never stat'ed: it names no file.
+        source_is_block = mount["source"].startswith("/") and block_dev(mount["source"]) is not None
+        found = _filesystems.classify_mount(mount, source_is_block)
+        record.update(filesystem=found.fstype, mount_point=found.mount_point, not_a_disk=found.not_a_disk)
+        if not found.not_a_disk:
+            return True
+        if spec.get("allow_non_disk") or (spec.get("allow_non_disk") is None and self.params["allow_non_disk"]):
+            self.module.warn(_filesystems.allowed_warning(record["target"]["path"], found))
+            return True
+        record["refusals"].append({"code": "not_a_disk",
+                                   "message": _filesystems.refusal_message(record["target"]["path"], found)})
+        return False
 
     def check_targets(self, targets):
         for index, spec in enumerate(targets):
@@ -736,9 +811,16 @@ class Discovery(object):
             return
         refusals = _discover.raw_write_refusals(record["device"], view.topology, [disks[name] for name in record["disks"]],
                                                 self.params["destructive"], self.params["destructive_allow"],
-                                                view.boot_unknown)
+                                                view.boot_unknown, self.params["host"] or None)
         record["refusals"] = refusals
         record.update({"class": "raw_read", "granted": False} if refusals else {"class": "raw_write", "granted": True})
+
+    def bind_grant(self, record, disks):
+        """A granted raw class carries the identity of every disk under the target (the runner checks it again)."""
+        if record["kind"] != "device" or record["class"] not in ("raw_read", "raw_write") or not record["disks"]:
+            return
+        bindings = [_identity.disk_binding(disks[name], _identity.observe(name)) for name in record["disks"]]
+        record["grant"] = _identity.make_grant(record["class"], self.params["host"] or None, record, bindings)
 
     def main(self):
         params = self.params
@@ -763,6 +845,7 @@ class Discovery(object):
                     disks[name] = self.describe(view, name, name in writable)
         for record in targets:
             self.classify(view, record, disks)
+            self.bind_grant(record, disks)
         refusals = list(problems)
         for record in targets:
             label = record["target"].get("path") or record["target"].get("device")
@@ -784,6 +867,7 @@ def main():
                     path=dict(type="path"),
                     device=dict(type="path"),
                     mode=dict(type="str", choices=["filesystem", "raw_read", "raw_write"]),
+                    allow_non_disk=dict(type="bool"),
                 ),
                 mutually_exclusive=[("path", "device")],
                 required_one_of=[("path", "device")],
@@ -795,6 +879,8 @@ def main():
             destructive_allow=dict(type="list", elements="str", default=[]),
             smart=dict(type="bool", default=True),
             fail_on_refusal=dict(type="bool", default=False),
+            host=dict(type="str", default=""),
+            allow_non_disk=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -15,8 +15,9 @@ description:
     resync/recovery/check/reshape, a SMART self-test or another C(fio)/C(dd) is running on the targets; record which
     of the configured services run; write the state file; stop them; C(sync) and drop the page cache; wait for an
     idle window on the target disks and record what it saw.
-  - O(state=restored) starts exactly the services the state file records as running, removes the state file and
-    releases the lock. It restores a dead run's leftovers too (controller killed, host cut off mid-run).
+  - O(state=restored) starts exactly the services the state file records as running, puts back the drives' original
+    write-cache settings a killed benchmark step left recorded, removes the state file and releases the lock. It
+    restores a dead run's leftovers too (controller killed, host cut off mid-run).
   - The lock (C(quiesce.lock)) and the state file (C(quiesce-state.json)) live in O(state_dir); the state file is
     written before anything is stopped. Their formats are in C(docs/quiesce.md) of the collection.
   - A lock is taken over only when its run certainly is gone - the host rebooted since, or the run's
@@ -38,6 +39,8 @@ options:
     description:
       - Identifies this run in the lock; must be unique per playbook run and the same for the V(quiesced) and the
         V(restored) call of one run. A lock held by the same O(run_id) is this run's own (calls are re-entrant).
+      - A run id already used by another run (another ansible-playbook process in O(controller)) - while it holds the
+        lock or after - is refused (V(restored) leaves that lock alone or fails, as for O(foreign_lock)).
       - The role takes the C(run_id) of O(controller) unless C(quiesce_run_id) is set.
     type: str
     required: true
@@ -53,7 +56,12 @@ options:
     default: {}
   state_dir:
     description:
-      - Directory on the host for the lock and the state file; created (mode 0700) when missing.
+      - Directory on the host for the lock, the state file, the run ids used (C(quiesce-runs.json)) and the drives'
+        original write-cache settings (C(write-cache.json)); created (mode 0700) when missing.
+      - Refused, with path, owner, mode and what to do, when it is a symbolic link, is owned by another user, is
+        group- or world-writable, or has a parent others may write (without the sticky bit). Files in it are opened
+        relative to it without following symlinks and replaced atomically (an unpredictable temporary name opened
+        with C(O_CREAT|O_EXCL|O_NOFOLLOW), C(fsync), C(rename)).
       - Must be private to the host. On the diskproof lab, whose hosts share C(/var/lib), use a per-host path such as
         C(/srv/diskproof-state).
     type: path
@@ -149,7 +157,9 @@ options:
   lease:
     description:
       - Seconds after which this run's lock counts as abandoned when nobody can tell whether the run is alive (a lock
-        taken from another controller). Must exceed the longest run. A re-entrant O(state=quiesced) call renews it.
+        taken from another controller). Recorded in the lock as C(lease_s). A re-entrant O(state=quiesced) call and
+        every benchmark step of the run (M(diskproof.fleet.bench_facts) with C(lock_run_id)) renew it, and the lock
+        counts as held while such a step runs, so it must only exceed the longest gap between two steps.
     type: int
     default: 43200
   force:
@@ -253,6 +263,7 @@ lock:
     started: "2026-11-22T10:00:01Z"
     updated: "2026-11-22T10:00:07Z"
     expires: "2026-11-22T22:00:07Z"
+    lease_s: 43200
     controller: {host: ctl1, user: root, pid: 4242, pid_start: 123456, boot_id: "…", pid_ns: "pid:[4026531836]"}
     host: {boot_id: "…", pid: 5151, pid_start: 654321}
 holder:
@@ -325,6 +336,16 @@ left_alone:
   returned: when another run holds the lock and O(foreign_lock=skip)
   type: str
   sample: "another run holds the lock: run 20261122T095500Z-77aa01bc (…)"
+write_cache:
+  description:
+    - The original write-cache settings a killed benchmark step left recorded in C(write-cache.json), each put back,
+      read back and then forgotten - C(device), C(original) and C(found) (true when on), C(restored), C(method) and
+      C(run_id) (the run that recorded it).
+  returned: when the state directory held such a record
+  type: list
+  elements: dict
+  sample:
+    - {device: sdb, original: true, found: false, restored: true, method: hdparm, run_id: 20261122T100000Z-3f2a9c1b}
 state_file:
   description: Path of the state file.
   returned: always
@@ -344,7 +365,6 @@ ansible_facts:
 """
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -352,6 +372,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+from ansible_collections.diskproof.fleet.plugins.module_utils import _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 DEFAULT_TIMERS = ["fstrim.timer", "logrotate.timer", "man-db.timer", "apt-daily.timer", "apt-daily-upgrade.timer",
@@ -362,32 +384,27 @@ PROC = "/proc"
 
 
 class Files:
-    """The lock, the state file and the mutex serialising lock changes, in state_dir."""
+    """The lock, the state, runs and write-cache files in state_dir (module_utils/_state_dir.py: a private directory,
+    files opened relative to it without following symlinks, atomic writes with unpredictable temporary names)."""
 
     def __init__(self, state_dir):
         self.dir = state_dir
         self.lock = os.path.join(state_dir, q.LOCK_NAME)
         self.state = os.path.join(state_dir, q.STATE_NAME)
-        self.mutex_path = os.path.join(state_dir, q.MUTEX_NAME)
+        self.write_cache = os.path.join(state_dir, sd.WRITE_CACHE_NAME)
+        self.opened = None
 
-    def ensure_dir(self):
-        if not os.path.isdir(self.dir):
-            os.makedirs(self.dir, mode=0o700)
+    def open(self, create):
+        """Check (and with create, make) the directory; False when it does not exist. QuiesceError when it is not
+        private: another owner, group/world-writable, a symlink or a parent others may write."""
+        self.opened = sd.StateDir(self.dir, create=create)
+        return self.opened.exists
 
-    @staticmethod
-    def read(path, parser):
+    def read(self, path, parser):
         """(document or None, error message or None)."""
-        try:
-            with open(path) as handle:
-                text = handle.read()
-        except FileNotFoundError:
+        if self.opened is None or not self.opened.exists:
             return None, None
-        except OSError as error:
-            return None, "cannot read %s: %s" % (path, error)
-        try:
-            return parser(text, path), None
-        except q.QuiesceError as error:
-            return None, str(error)
+        return self.opened.read(os.path.basename(path), parser)
 
     def read_lock(self):
         return self.read(self.lock, q.parse_lock)
@@ -395,49 +412,20 @@ class Files:
     def read_state(self):
         return self.read(self.state, q.parse_state)
 
+    def read_runs(self):
+        return self.read(os.path.join(self.dir, sd.RUNS_NAME), sd.parse_runs_doc)
+
+    def read_write_cache(self):
+        return self.read(self.write_cache, sd.parse_write_cache_doc)
+
     def write(self, path, document):
-        """Atomically: a temporary file in the same directory, fsync, rename, fsync the directory."""
-        temporary = "%s.%d.tmp" % (path, os.getpid())
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(descriptor, q.dumps(document).encode("utf-8"))
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.rename(temporary, path)
-        self.sync_dir()
+        self.opened.write(os.path.basename(path), document)
 
     def remove(self, path):
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return
-        self.sync_dir()
+        self.opened.remove(os.path.basename(path))
 
-    def sync_dir(self):
-        descriptor = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-    @contextlib.contextmanager
     def mutex(self):
-        descriptor = os.open(self.mutex_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            deadline = time.monotonic() + MUTEX_TIMEOUT_S
-            while True:
-                try:
-                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise q.QuiesceError("another quiesce call on this host kept %s locked for %d s"
-                                             % (self.mutex_path, MUTEX_TIMEOUT_S))
-                    time.sleep(0.1)
-            yield
-        finally:
-            os.close(descriptor)
+        return self.opened.mutex(MUTEX_TIMEOUT_S)
 
 
 class Quiesce:
@@ -628,6 +616,96 @@ class Quiesce:
                 "timeout_s": params["idle_timeout"], "thresholds": thresholds, "devices": list(devices),
                 "windows": len(samples), "last": samples[-1], "samples": samples[-10:]}
 
+    # ---------------------------------------------------------------- run ids and write caches
+
+    def refuse_reused_run_id(self, verdict, lock, runs):
+        """Two runs given one quiesce_run_id would share the lock: the second is refused, whatever force says."""
+        advice = ("Each run needs its own quiesce_run_id: leave it empty (one is generated per playbook run) or make "
+                  "it unique, for example awx-{{ awx_job_id }}")
+        if verdict.status == q.REUSED:
+            self.fail("refusing to quiesce: %s. %s" % (verdict.reason, advice), holder=lock)
+        for entry in sd.runs_reusing(runs or {}, self.run_id, self.controller):
+            theirs = entry.get("controller") or {}
+            self.fail("refusing to quiesce: run id %s is already used by another run (first seen %s from controller "
+                      "%s, ansible-playbook pid %s, user %s). %s"
+                      % (self.run_id, entry.get("first_seen"), theirs.get("host") or "unknown",
+                         theirs.get("pid") or "unknown", theirs.get("user") or "unknown", advice))
+
+    def remember_run(self, runs):
+        runs = runs or sd.new_runs_doc()
+        if sd.record_run(runs, self.run_id, self.controller, time.time()):
+            self.files.write(os.path.join(self.files.dir, sd.RUNS_NAME), runs)
+
+    def restore_write_caches(self):
+        """Put back every original write-cache setting a benchmark step recorded and did not restore (it was killed),
+        read each back, and forget it once it reads right. QuiesceError naming what could not be restored."""
+        self.result.setdefault("write_cache", [])
+        with self.files.mutex():
+            document, error = self.files.read_write_cache()
+            if error:
+                raise q.QuiesceError("%s; fix or remove it after restoring the write caches it names by hand" % error)
+            if not document or not document["devices"]:
+                return
+            problems = []
+            for device, entry in sorted(document["devices"].items()):
+                outcome, problem = self.restore_write_cache(device, entry)
+                self.result["write_cache"].append(outcome)
+                if problem:
+                    problems.append(problem)
+                else:
+                    del document["devices"][device]
+            self.files.write(self.files.write_cache, document)
+            self.result["changed"] = True
+        if problems:
+            raise q.QuiesceError("; ".join(problems))
+
+    def restore_write_cache(self, device, entry):
+        """(outcome, problem or None) of putting one disk's recorded original back."""
+        wanted = entry["enabled"]
+        word = "on" if wanted else "off"
+        outcome = {"device": device, "original": wanted, "found": None, "restored": False,
+                   "method": entry.get("method"), "run_id": entry.get("run_id")}
+        what = "the write cache of %s (originally %s, recorded %s by run %s)" % (
+            device, word, entry.get("recorded"), entry.get("run_id"))
+        transport, why = _run.write_cache_transport(device)
+        if transport is None:
+            return outcome, "cannot restore %s: %s; if that disk is gone, remove its entry from %s" % (
+                what, why, self.files.write_cache)
+        wwid = sd.read_wwid(device)
+        if entry.get("wwid") and wwid != entry["wwid"]:
+            return outcome, ("not restoring %s: %s is now another disk (wwid %s, recorded %s); restore that disk by "
+                             "hand and remove its entry from %s"
+                             % (what, device, wwid, entry["wwid"], self.files.write_cache))
+        commands = _run.write_cache_commands(transport, device)
+        binary = self.module.get_bin_path(commands.tool)
+        if binary is None:
+            return outcome, "cannot restore %s: %s is not installed" % (what, commands.tool)
+
+        def read():
+            rc, out, err = self.module.run_command([binary] + commands.get[1:], environ_update=LOCALE_C,
+                                                   expand_user_and_vars=False)
+            if rc != 0:
+                raise q.QuiesceError("%s failed (exit %d): %s" % (" ".join(commands.get), rc, (err or out).strip()))
+            try:
+                return _run.parse_write_cache(transport, out + err).enabled
+            except _run.RunError as error:
+                raise q.QuiesceError("%s: %s" % (" ".join(commands.get), error))
+        manual = " ".join(commands.on if wanted else commands.off)
+        try:
+            outcome["found"] = read()
+            if outcome["found"] != wanted:
+                argv = commands.on if wanted else commands.off
+                rc, out, err = self.module.run_command([binary] + argv[1:], environ_update=LOCALE_C,
+                                                       expand_user_and_vars=False)
+                if rc != 0:
+                    raise q.QuiesceError("%s failed (exit %d): %s" % (manual, rc, (err or out).strip()))
+            outcome["restored"] = read() == wanted
+        except q.QuiesceError as error:
+            return outcome, "cannot restore %s: %s; restore it by hand: %s" % (what, error, manual)
+        if not outcome["restored"]:
+            return outcome, "%s still reads %s after %s; restore it by hand" % (what, "off" if wanted else "on", manual)
+        return outcome, None
+
     # ---------------------------------------------------------------- quiesced
 
     def quiesce(self):
@@ -635,17 +713,19 @@ class Quiesce:
         manager = self.manager()
         self.result["service_manager"] = manager
         candidates, self.result["not_applicable"] = q.candidate_units(manager, params["services"], params["timers"])
-        if not self.module.check_mode:
-            self.files.ensure_dir()
+        self.files.open(create=not self.module.check_mode)
         with self.guard():
             lock, lock_error = self.files.read_lock()
             state, state_error = self.files.read_state()
-            if (lock_error or state_error) and not params["force"]:
+            runs, runs_error = self.files.read_runs()
+            unreadable = lock_error or state_error or runs_error
+            if unreadable and not params["force"]:
                 self.fail("refusing to quiesce: %s; inspect %s, or restore with force=true once no run uses this host"
-                          % (lock_error or state_error, self.files.dir))
-            if lock_error or state_error:
-                self.warnings.append("force=true: ignoring %s" % (lock_error or state_error))
+                          % (unreadable, self.files.dir))
+            if unreadable:
+                self.warnings.append("force=true: ignoring %s" % unreadable)
             verdict = self.verdict(lock)
+            self.refuse_reused_run_id(verdict, lock, runs)
             if verdict.status == q.HELD and not params["force"]:
                 self.fail("refusing to quiesce: the host is locked by %s: %s. Wait for that run to finish, or, if it is "
                           "gone, run playbooks/restore.yml with -e quiesce_force=true" % (q.describe_holder(lock), verdict.reason),
@@ -657,12 +737,15 @@ class Quiesce:
             if self.module.check_mode:
                 return self.quiesce_check(manager, candidates, foreign, reason, verdict)
             self.files.write(self.files.lock, self.new_lock("quiescing", lock["started"] if verdict.status == q.OURS else None))
+            self.remember_run(runs)
             self.result["changed"] = verdict.status != q.OURS
         if foreign is not None:
             self.recover(foreign, reason)
             state = None
         reentry = state is not None
         try:
+            # A benchmark step killed with the drive's write cache off left its original recorded: put it back now.
+            self.restore_write_caches()
             top, disks = self.target_disks()
             checks, problems = self.run_checks(disks)
             self.result["checks"] = checks
@@ -784,19 +867,24 @@ class Quiesce:
 
     def restore(self):
         params = self.params
-        if not os.path.isdir(self.files.dir):
+        if not self.files.open(create=False):
             self.exit("nothing to restore: %s does not exist" % self.files.dir)
         with self.guard():
             lock, lock_error = self.files.read_lock()
             state, state_error = self.files.read_state()
-            if lock is None and state is None and not lock_error and not state_error:
-                self.exit("nothing to restore: no lock and no state file in %s" % self.files.dir)
+            caches, caches_error = self.files.read_write_cache()
+            if caches_error:
+                self.fail("refusing to restore: %s; fix or remove it (it records the drives' original write-cache "
+                          "settings: restore them by hand first)" % caches_error)
+            caches_left = bool(caches and caches["devices"])
+            if lock is None and state is None and not lock_error and not state_error and not caches_left:
+                self.exit("nothing to restore: no lock, no state file and no write-cache record in %s" % self.files.dir)
             if (lock_error or state_error) and not params["force"]:
                 self.fail("refusing to restore: %s; with force=true the unreadable file is removed" % (lock_error or state_error))
             if lock_error or state_error:
                 self.warnings.append("force=true: removing %s without restoring anything it names" % (lock_error or state_error))
             verdict = self.verdict(lock)
-            if verdict.status == q.HELD and not params["force"]:
+            if verdict.status in (q.HELD, q.REUSED) and not params["force"]:
                 held = "another run holds the lock: %s: %s" % (q.describe_holder(lock), verdict.reason)
                 if params["foreign_lock"] == "skip":
                     self.exit("left alone: " + held, left_alone=held, holder=lock)
@@ -808,7 +896,8 @@ class Quiesce:
                                             "its state file was left without a lock",
                                             "service_manager": state["service_manager"], "started": units}
             if self.module.check_mode:
-                self.exit("check mode: would start %s and release the lock" % (", ".join(units) or "nothing"),
+                caches_text = ", restore the write cache of " + ", ".join(sorted(caches["devices"])) if caches_left else ""
+                self.exit("check mode: would start %s%s and release the lock" % (", ".join(units) or "nothing", caches_text),
                           changed=True, started=units)
             self.files.write(self.files.lock, self.new_lock("restoring"))
         if state is not None:
@@ -819,6 +908,11 @@ class Quiesce:
             self.files.remove(self.files.state)
         if state_error:
             self.files.remove(self.files.state)
+        try:
+            self.restore_write_caches()
+        except q.QuiesceError as error:
+            self.fail("restore failed, the write-cache record %s and the lock are kept (run again once fixed): %s"
+                      % (self.files.write_cache, error))
         self.release()
         self.result["service_manager"] = state["service_manager"] if state else None
         self.exit("restored: started %s; lock released" % (", ".join(units) or "nothing"), changed=True, started=units)

@@ -88,7 +88,8 @@ HOST_CASES: List[Tuple[str, str, Dict[str, Any], List[str], List[str]]] = [
      ["argument 'benchmark_sequential_block_size' is of type str and we were unable to convert to int"]),
     # sizes and free space
     ("beyond-free-space", "fs", {"diskproof_memory_bytes": 512 * MIB, "diskproof_cache_fence_bytes": 512 * MIB}, [],
-     ["not enough free space on /srv/diskproof/d0: the tests need 1073741824 B (1.0 GiB)",
+     ["not enough free space on the filesystem mounted at /srv/diskproof/d0 (device loop",
+      "holding the target /srv/diskproof/d0: the tests need 1073741824 B (1.0 GiB) at once",
       "free space, lower the memory figure with a cache fence (diskproof_cache_fence_bytes), or choose fewer tests"]),
     ("zero-memory", "fs", {"diskproof_memory_bytes": 0}, [], ["memory_bytes must be a whole number >= 1048576, got 0"]),
     ("negative-cache-fence", "fs", {"diskproof_cache_fence_bytes": -1}, [],

@@ -28,7 +28,8 @@ __all__ = [
 
 SCHEMA = 1
 DD_DIRECTIONS = {"read": ("read",), "write": ("write",), "copy": ("read", "write")}
-_VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)+)")
+# Only from the start of a digit run: a search from every digit of a long run rescanned the run (quadratic).
+_VERSION = re.compile(r"(?<![0-9])([0-9]+(?:\.[0-9]+)+)")
 
 
 def empty_metrics() -> Dict[str, Any]:

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError, RunIssues, first_line
+from .errors import ParseError, RunIssues, first_line, shared_messages
 from .units import byte_factor, finite, ns_per, parse_unsigned
 
 TOOL = "bonnie"
@@ -459,9 +459,11 @@ def parse(text: str) -> List[BonnieRun]:
             reader.gap()
     if reader.csv_runs:
         runs = reader.csv_runs
-        for error, line, lineno in reader.text_problems:
-            for run in runs:
-                run.warnings.append("bonnie++ text table line %d not read (%s): CSV used" % (lineno, error.expected))
+        problems = shared_messages(
+            ["bonnie++ text table line %d not read (%s): CSV used" % (lineno, error.expected)
+             for error, _line, lineno in reader.text_problems], "bonnie++ text table lines not read")
+        for run in runs:
+            run.warnings.extend(problems)
         _cross_check(runs, reader.text_runs)
     elif reader.text_runs:
         if reader.text_problems:
@@ -478,9 +480,11 @@ def parse(text: str) -> List[BonnieRun]:
         line = first_line(text)
         raise ParseError(TOOL, "a bonnie++ CSV line or its 'Sequential Output' text table", line,
                          1 if line is not None else None)
+    errors = shared_messages(reader.errors, "bonnie++ error lines")
+    warnings = shared_messages(reader.warnings, "bonnie++ warnings")
     for run in runs:
         run.version = run.version or reader.version
-        run.errors.extend(reader.errors)
-        run.warnings.extend(reader.warnings)
+        run.errors.extend(errors)
+        run.warnings.extend(warnings)
         _too_fast_warnings(run)
     return runs

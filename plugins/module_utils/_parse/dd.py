@@ -22,8 +22,9 @@ warnings) and belong to the run whose record counts follow them, as dd prints th
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line
 from .units import byte_factor, decimal_places, parse_decimal
@@ -36,13 +37,15 @@ BSD = "bsd"
 COREUTILS5 = "coreutils5"
 
 _RECORDS = re.compile(r"^(?P<full>[0-9]+)\+(?P<partial>[0-9]+) (?P<label>\S.*)$")
+# The rate is read from the field before "/s" by _rate_parts: a regex splitting it into number, space
+# and unit backtracked over every way to split a long field (quadratic in the line).
 _TRUNCATED = re.compile(r"^(?P<count>[0-9]+) truncated records?$")
 _COPIED = re.compile(
     r"^(?P<bytes>[0-9]+) (?P<noun>[^\s(),]+)"
     r"(?: \((?P<human>[^()]*)\))?"
     r" (?P<verb>[^,]+), "
     r"(?P<seconds>[0-9][0-9.,]*(?:[eE][-+]?[0-9]+)?) (?P<sunit>s|seconds), "
-    r"(?P<rate>[^ ]+?)(?P<rate_space> ?)(?P<rate_unit>[A-Za-z]*)/s$"
+    r"(?P<rate_field>[^ ]+(?: [A-Za-z]*)?)/s$"
 )
 _TRANSFERRED = re.compile(
     r"^(?P<bytes>[0-9]+) bytes transferred in (?P<seconds>[0-9]+(?:\.[0-9]+)?) (?P<sunit>secs|seconds) "
@@ -147,9 +150,19 @@ def _check_human_sizes(nbytes: int, parts: List[re.Match], dialect: str, line: s
     return warnings
 
 
-def _printed_rate(match: re.Match, seconds: float, system: str, line: str, lineno: int) -> Optional[float]:
-    rate_text = match.group("rate")
-    factor = byte_factor(match.group("rate_unit") or "bytes", system, TOOL, line, lineno)
+def _rate_parts(field: str) -> Tuple[str, str, str]:
+    """(rate, space, unit) of the field before "/s" ("44.1 MB", "25.9MB", "Infinity B"): the shortest
+    rate without a space after which come an optional space and letters only (the unit)."""
+    unit_start = len(field.rstrip(string.ascii_letters))
+    if unit_start and field[unit_start - 1] == " ":
+        return field[:unit_start - 1], " ", field[unit_start:]
+    unit_start = max(unit_start, 1)
+    return field[:unit_start], "", field[unit_start:]
+
+
+def _printed_rate(rate_text: str, rate_unit: str, seconds: float, system: str, line: str,
+                  lineno: int) -> Optional[float]:
+    factor = byte_factor(rate_unit or "bytes", system, TOOL, line, lineno)
     if seconds == 0 and not rate_text[:1].isdigit():
         return None  # "Infinity B/s" (or its translation) for a zero elapsed time
     return parse_decimal(rate_text, TOOL, line, lineno) * factor
@@ -167,13 +180,22 @@ def _rate_warning(summary: Summary, decimals: int, factor: int) -> List[str]:
 
 # dd counts bytes in intmax_t: a larger "byte count" is not dd output (and would overflow floats).
 MAX_BYTE_COUNT = 2 ** 63 - 1
+# Its record counts are uintmax_t (20 digits); longer digit strings are refused before int() reads them
+# (which refuses more than 4300 digits with a ValueError, and takes time quadratic in the digits).
+MAX_COUNT_DIGITS = 20
+
+
+def _count(digits: str, what: str, line: str, lineno: int) -> int:
+    if len(digits) > MAX_COUNT_DIGITS:
+        raise ParseError(TOOL, "a %s dd can print (at most %d digits)" % (what, MAX_COUNT_DIGITS), line, lineno)
+    return int(digits)
 
 
 def _byte_count(match: re.Match, line: str, lineno: int) -> int:
-    nbytes = int(match.group("bytes"))
-    if nbytes > MAX_BYTE_COUNT:
+    digits = match.group("bytes")
+    if len(digits) > MAX_COUNT_DIGITS or int(digits) > MAX_BYTE_COUNT:
         raise ParseError(TOOL, "a byte count dd can print (at most 2^63 - 1)", line, lineno)
-    return nbytes
+    return int(digits)
 
 
 def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
@@ -189,15 +211,16 @@ def _parse_copied(match: re.Match, line: str, lineno: int) -> Summary:
             raise ParseError(TOOL, "sizes in parentheses like '(1.0 MB, 1.0 MiB)'", line, lineno)
         dialect = _human_dialect(parts, line, lineno)
         warnings.extend(_check_human_sizes(nbytes, parts, dialect, line, lineno))
-    if bool(match.group("rate_space")) == (dialect == BUSYBOX) and match.group("rate")[:1].isdigit():
+    rate_text, rate_space, rate_unit = _rate_parts(match.group("rate_field"))
+    if bool(rate_space) == (dialect == BUSYBOX) and rate_text[:1].isdigit():
         raise ParseError(TOOL, "a rate written like the sizes (%s dialect)" % dialect, line, lineno)
     system = "busybox" if dialect == BUSYBOX else "si"
-    rate_unit = match.group("rate_unit")
     if not rate_unit.endswith("B"):
-        raise ParseError(TOOL, "a rate in bytes per second, got '%s/s'" % rate_unit, line, lineno)
-    summary = Summary(nbytes, seconds, dialect, _printed_rate(match, seconds, system, line, lineno), warnings)
+        raise ParseError(TOOL, "a rate in bytes per second, got '%s/s'" % rate_unit[:40], line, lineno)
+    printed = _printed_rate(rate_text, rate_unit, seconds, system, line, lineno)
+    summary = Summary(nbytes, seconds, dialect, printed, warnings)
     factor = byte_factor(rate_unit, system, TOOL, line, lineno)
-    summary.warnings.extend(_rate_warning(summary, decimal_places(match.group("rate")), factor))
+    summary.warnings.extend(_rate_warning(summary, decimal_places(rate_text), factor))
     return summary
 
 
@@ -324,11 +347,12 @@ class _Reader:
     def feed(self, line: str, lineno: int) -> None:
         match = _RECORDS.match(line)
         if match:
-            self.on_records(RecordCount(int(match.group("full")), int(match.group("partial"))))
+            self.on_records(RecordCount(_count(match.group("full"), "record count", line, lineno),
+                                        _count(match.group("partial"), "record count", line, lineno)))
             return
         match = _TRUNCATED.match(line)
         if match and self.current is not None:
-            self.current.truncated_records = int(match.group("count"))
+            self.current.truncated_records = _count(match.group("count"), "record count", line, lineno)
             return
         summary = parse_summary(line, lineno)
         if summary is not None:

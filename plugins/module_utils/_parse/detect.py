@@ -17,40 +17,52 @@ TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
 _PROGRAMS = {"dd": "dd", "fio": "fio", "sysbench": "sysbench", "bonnie++": "bonnie", "bonnie": "bonnie",
              "bon_csv2txt": "bonnie", "ioping": "ioping"}
 
+# Every marker is linear in the text. A pattern anchored at a line start (^, re.MULTILINE) skips
+# the blanks of its own line only (_SP: any whitespace but a newline), never the lines after it: "\s*"
+# there rescanned every following blank line from every line start (quadratic). No two neighbouring
+# quantifiers can share characters, so a failing line is not retried split another way (the ioping raw
+# pattern did that over lines of numbers: 22 lines took 1.5 s, 30 lines 460 s).
+_SP = r"[^\S\n]"
+
 # Strong fio markers: its JSON keys. Weak: its "fio: ..." messages (a failed run without JSON).
-_FIO_JSON = re.compile(r'"(fio version|client_stats)"\s*:|^\s*"jobs"\s*:\s*\[', re.MULTILINE)
-_FIO_MESSAGE = re.compile(r"^\s*fio(: |-[0-9])", re.MULTILINE)
-_DD_MARKERS = re.compile(
-    r"^\s*[0-9]+\+[0-9]+ \S"  # N+M records in|out (any locale)
-    r"|^\s*[0-9]+ bytes transferred in "  # BSD, coreutils 5
-    r"|^\s*[0-9]+ \S+ (\([^()]*\) )?[^,]+, [0-9][0-9.,eE+-]* (s|seconds), "  # GNU, busybox summary
-    r"|^\s*(\S*/)?dd: ",
+_FIO_JSON = re.compile(r'"(?:fio version|client_stats)"\s*:|^{sp}*"jobs"{sp}*:{sp}*\['.replace("{sp}", _SP),
+                       re.MULTILINE)
+_FIO_MESSAGE = re.compile(r"^{sp}*fio(?:: |-[0-9])".replace("{sp}", _SP), re.MULTILINE)
+_DD_MARKERS = re.compile((
+    r"^{sp}*(?:"
+    r"[0-9]+\+[0-9]+ \S"  # N+M records in|out (any locale)
+    r"|[0-9]+ bytes transferred in "  # BSD, coreutils 5
+    r"|[0-9]+ \S+ (?:\([^()\n]*\) )?[^,\n]+, [0-9][0-9.,eE+-]* (?:s|seconds), "  # GNU, busybox summary
+    r"|(?:\S*/)?dd: )").replace("{sp}", _SP),
     re.MULTILINE,
 )
-# sysbench: its banner, and the first line of each results layout (0.4/0.5, 1.0, prepare).
-_SYSBENCH_MARKERS = re.compile(
-    r"^\s*sysbench [0-9]+(\.[0-9]+)+[^\s:]*(:\s|\s+\(|\s*$)"
-    r"|^\s*Operations performed:\s+[0-9]+ (Read|reads), [0-9]+ (Write|writes), "
-    r"|^\s*File operations:\s*\n\s*reads/s:",
+# sysbench: its banner, and the first line of each results layout (0.4/0.5, 1.0, prepare). The banner's
+# version is taken whole ((?![0-9]|\.[0-9])): what follows it cannot take back some of its digits.
+_SYSBENCH_MARKERS = re.compile((
+    r"^{sp}*(?:"
+    r"sysbench [0-9]+(?:\.[0-9]+)+(?![0-9]|\.[0-9])[^\s:]*(?::\s|{sp}+\(|{sp}*$)"
+    r"|Operations performed:{sp}+[0-9]+ (?:Read|reads), [0-9]+ (?:Write|writes), "
+    r"|File operations:{sp}*\n\s*reads/s:)").replace("{sp}", _SP),
     re.MULTILINE,
 )
 # bonnie++: its text table header, its "Using uid" and usage lines; CSV lines are checked one by one.
-_BONNIE_MARKERS = re.compile(
-    r"^\s*Version\s+\S+\s+-+Sequential (Output|Create)-+"
-    r"|^Using uid:[0-9]+, gid:[0-9]+\.$"
-    r"|^bonnie\+\+ \[-d scratch-dir\]",
+_BONNIE_MARKERS = re.compile((
+    r"^(?:{sp}*Version{sp}+\S+{sp}+-+Sequential (?:Output|Create)-+"
+    r"|Using uid:[0-9]+, gid:[0-9]+\.$"
+    r"|bonnie\+\+ \[-d scratch-dir\])").replace("{sp}", _SP),
     re.MULTILINE,
 )
 # ioping: its statistics header and request lines (never ping's "--- host ping statistics ---").
-_IOPING_MARKERS = re.compile(
-    r"^\s*--- .* ioping statistics ---\s*$"
-    r"|^\s*[0-9.]+ ?[KMGTPE]?i?B (<<<|>>>) .*: request=[0-9]+ time="
-    r"|^\s*[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms",
+_IOPING_MARKERS = re.compile((
+    r"^{sp}*(?:"
+    r"--- .* ioping statistics ---{sp}*$"
+    r"|[0-9.]+ ?[KMGTPE]?i?B (?:<<<|>>>) .*: request=[0-9]+ time="
+    r"|[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms)").replace("{sp}", _SP),
     re.MULTILINE,
 )
-# Weak ioping markers: its own messages, and a raw -B line (10 integers, 1.x) alone in the text.
-_IOPING_MESSAGE = re.compile(r"^\s*(\S*/)?ioping: ", re.MULTILINE)
-_IOPING_RAW = re.compile(r"\A\s*([0-9]{1,30}( [0-9]{1,30}){9}\s*\n?)+\Z")
+# Weak ioping markers: its own messages, and raw -B lines (10 integers, 1.x) alone in the text.
+_IOPING_MESSAGE = re.compile(r"^{sp}*(?:\S*/)?ioping: ".replace("{sp}", _SP), re.MULTILINE)
+_IOPING_RAW_LINE = re.compile(r"[0-9]{1,30}(?: [0-9]{1,30}){9}")
 
 
 def tool_from_argv(argv: Optional[List[str]]) -> Optional[str]:
@@ -58,6 +70,19 @@ def tool_from_argv(argv: Optional[List[str]]) -> Optional[str]:
     if not argv or not isinstance(argv[0], str):
         return None
     return _PROGRAMS.get(os.path.basename(argv[0]))
+
+
+def _only_ioping_raw_lines(text: str) -> bool:
+    """Every non-blank line is an ioping -B raw line of 10 integers, and there is one."""
+    found = False
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if not _IOPING_RAW_LINE.fullmatch(line):
+            return False
+        found = True
+    return found
 
 
 def _bonnie_csv(text: str) -> bool:
@@ -79,7 +104,7 @@ def detect_tool(text: str) -> str:
         return "sysbench"
     if _BONNIE_MARKERS.search(text) or _bonnie_csv(text):
         return "bonnie"
-    if _IOPING_MARKERS.search(text) or _IOPING_MESSAGE.search(text) or _IOPING_RAW.match(text):
+    if _IOPING_MARKERS.search(text) or _IOPING_MESSAGE.search(text) or _only_ioping_raw_lines(text):
         return "ioping"
     first = next((line.strip() for line in text.splitlines() if line.strip()), None)
     raise ParseError(

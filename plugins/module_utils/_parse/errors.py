@@ -8,12 +8,16 @@ from __future__ import annotations
 from typing import List, Optional
 
 MAX_QUOTED_CHARS = 400
+MAX_SHARED_MESSAGES = 20
 
 
 def printable(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
-    """Return text safe to quote in a message: control and undecodable characters escaped, shortened."""
+    """Return text safe to quote in a message: control and undecodable characters escaped, shortened.
+
+    Only the characters that can be shown are escaped (escaping only lengthens): a 1 MB line costs
+    as little as a short one."""
     out = []
-    for char in text:
+    for char in text[:limit + 1]:
         if char.isprintable():
             out.append(char)
         elif ord(char) < 0x100:
@@ -61,6 +65,14 @@ def first_line(text: str) -> Optional[str]:
         if line.strip():
             return line.strip()
     return None
+
+
+def shared_messages(messages: List[str], what: str) -> List[str]:
+    """The messages every run of one output gets (the tool's own errors and warnings): the first
+    MAX_SHARED_MESSAGES and how many more there were. All of them in every run grew as runs x messages."""
+    if len(messages) <= MAX_SHARED_MESSAGES:
+        return messages
+    return messages[:MAX_SHARED_MESSAGES] + ["... %d more %s" % (len(messages) - MAX_SHARED_MESSAGES, what)]
 
 
 class RunIssues:

@@ -28,7 +28,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .errors import ParseError
 from .units import KIB, NS_PER_US, ms_to_s
@@ -41,6 +41,13 @@ MAX_NOISE_LINES = 20
 MAX_INTEGER = 2 ** 64  # fio's counters are 64-bit; anything larger is not fio output
 
 _OBJECT_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
+# What the bracket scan (_decodable_objects) reads: a JSON string (to its closing quote, or to the end of
+# its line: JSON strings never span lines), a run of openers, a run of closers.
+_JSON_TOKENS = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"?|[{\[]+|[}\]]+')
+# fio nests its JSON 6 levels deep (json+ 7); deeper text is not fio's, and decoding it again from every
+# line start inside it would cost its size times its depth.
+MAX_JSON_DEPTH = 32
+_ERR_LINE = re.compile(r"\berr=\s*(-?[0-9]+)/")
 
 
 @dataclass
@@ -236,13 +243,21 @@ def _strerror(code: int) -> str:
         return "unknown error"
 
 
-def _error_message(code: int, name: str, noise: List[str]) -> Optional[str]:
+def _err_lines(noise: List[str]) -> Dict[str, str]:
+    """fio's own line for each error code it printed ('err= 5/'), the first one; read once for all jobs."""
+    found: Dict[str, str] = {}
+    for line in noise:
+        for match in _ERR_LINE.finditer(line):
+            found.setdefault(match.group(1), line)
+    return found
+
+
+def _error_message(code: int, name: str, err_lines: Dict[str, str]) -> Optional[str]:
     if code == 0:
         return None
-    pattern = re.compile(r"\berr=\s*%d/" % code)
-    for line in noise:
-        if pattern.search(line):
-            return line
+    line = err_lines.get("%d" % code)
+    if line is not None:
+        return line
     return "fio job '%s' reported error %d (%s)" % (name, code, _strerror(code))
 
 
@@ -258,7 +273,8 @@ def _client(job: Dict[str, Any], path: str) -> Optional[str]:
     return "%s:%d" % (host, _integer(job, "port", path))
 
 
-def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[str]) -> FioJob:
+def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[str],
+         err_lines: Dict[str, str]) -> FioJob:
     if not isinstance(raw, dict):
         raise ParseError(TOOL, "a job object at %s" % path, _json_text(raw))
     name = raw.get("jobname")
@@ -267,7 +283,7 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
     code = _integer(raw, "error", path)
     groupid = _integer(raw, "groupid", path) if "groupid" in raw else None
     warnings = list(_noise_warnings(noise))
-    job = FioJob(index, name, groupid, _client(raw, path), version, code, _error_message(code, name, noise))
+    job = FioJob(index, name, groupid, _client(raw, path), version, code, _error_message(code, name, err_lines))
     for direction in DIRECTIONS:
         setattr(job, direction, _direction(raw, direction, path, warnings))
     job.fsyncs = _fsyncs(raw, path)
@@ -311,29 +327,72 @@ def _line_at(text: str, pos: int) -> Tuple[str, int]:
     return text[start:end if end >= 0 else len(text)], lineno
 
 
+def _decodable_objects(text: str, starts: List[int]) -> Set[int]:
+    """The starts whose '{' has its brackets closed again, nested at most MAX_JSON_DEPTH levels deep:
+    only from those can a JSON object be decoded. One pass over the text, strings skipped (a string
+    never spans lines in JSON, so the scan is in step again at every line start, where starts are)."""
+    wanted = set(starts)
+    found: Set[int] = set()
+    open_starts: List[List[int]] = []  # [start, depth before it, deepest depth since], innermost last
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        position = match.start()
+        if token[0] in "{[":
+            if position in wanted:
+                open_starts.append([position, depth, depth])
+            depth += len(token)
+            if open_starts and depth > open_starts[-1][2]:
+                open_starts[-1][2] = depth
+            continue
+        # a run of closers: depth falls by one per character; an object ends where it is back to its base
+        lowest = depth - len(token)
+        while open_starts and open_starts[-1][1] >= lowest:
+            start, base, deepest = open_starts.pop()
+            if deepest - base <= MAX_JSON_DEPTH:
+                found.add(start)
+            if open_starts and deepest > open_starts[-1][2]:
+                open_starts[-1][2] = deepest
+        depth = lowest
+    return found
+
+
 def _documents(text: str) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """The fio JSON objects in text, and the non-JSON lines around them (fio's own messages)."""
+    """The fio JSON objects in text, and the non-JSON lines around them (fio's own messages).
+
+    An object is decoded only from a line-start '{' whose brackets close (_decodable_objects): decoding
+    from every line start of unclosed or deeply nested JSON-like text cost its size squared."""
     decoder = json.JSONDecoder()
     docs: List[Dict[str, Any]] = []
     noise: List[str] = []
     consumed = search_from = 0
     failure: Optional[int] = None
-    while True:
-        match = _OBJECT_START.search(text, search_from)
-        if match is None:
-            break
+    probed = False
+    candidates = list(_OBJECT_START.finditer(text))
+    decodable = _decodable_objects(text, [match.end() - 1 for match in candidates])
+    for match in candidates:
+        if match.start() < search_from:
+            continue
         start = match.end() - 1
+        if start not in decodable:
+            if failure is None and not probed:  # decoded once only: where it fails is the error message
+                probed = True
+                try:
+                    decoder.raw_decode(text, start)
+                except (ValueError, RecursionError) as exc:
+                    failure = getattr(exc, "pos", start)
+            continue
         try:
             obj, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError) as exc:
             failure = getattr(exc, "pos", start) if failure is None else failure
-            search_from = match.end()
             continue
-        search_from = end if _looks_like_fio(obj) else match.end()
         if _looks_like_fio(obj):
             noise.extend(_lines(text[consumed:start]))
             docs.append(obj)
-            consumed = end
+            consumed = search_from = end
     noise.extend(_lines(text[consumed:]))
     if not docs:
         _raise_no_json(text, noise, failure)
@@ -367,6 +426,7 @@ def parse(text: str) -> List[FioJob]:
     if not isinstance(text, str):
         raise ParseError(TOOL, "text, got %s" % type(text).__name__)
     docs, noise = _documents(text)
+    err_lines = _err_lines(noise)
     jobs: List[FioJob] = []
     for doc in docs:
         version = _version(doc)
@@ -375,7 +435,7 @@ def parse(text: str) -> List[FioJob]:
             path = "%s[%d]" % (key, position)
             if key == "client_stats" and isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT:
                 continue
-            jobs.append(_job(raw, len(jobs), path, version, noise))
+            jobs.append(_job(raw, len(jobs), path, version, noise, err_lines))
     if not jobs:
         raise ParseError(TOOL, "at least one job in the fio JSON output", '"jobs": []')
     return jobs

@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from .errors import ParseError, RunIssues
+from .errors import ParseError, RunIssues, shared_messages
 from .units import NS_PER_S, byte_factor, count_factor, finite, ns_per, parse_unsigned
 
 TOOL = "ioping"
@@ -411,8 +411,9 @@ def parse(text: str, argv: Optional[List[str]] = None, direction: Optional[str] 
     if not runs and reader.messages:
         runs = [IopingRun(source="message", errors=list(reader.messages))]
     elif runs:
+        messages = shared_messages(reader.messages, "ioping messages")
         for run in runs:
-            run.warnings.extend(reader.messages)
+            run.warnings.extend(messages)
     if not runs:
         line, lineno = reader.first_foreign or (None, None)
         raise ParseError(TOOL, "an ioping statistics block ('--- ... ioping statistics ---') or raw -B line",

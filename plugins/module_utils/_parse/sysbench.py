@@ -60,7 +60,9 @@ WRITE_MODES = ("seqwr", "seqrewr", "rndwr", "prepare")
 PREPARE = "prepare"
 
 _NUM = r"[0-9]+(?:\.[0-9]+)?"
-_BANNER = re.compile(r"^sysbench (?P<version>[0-9]+(?:\.[0-9]+)+)[^\s:]*(?::\s|:$|\s+\(|$)")
+# The version is taken whole ((?![0-9]|\.[0-9])): what follows cannot take back some of its digits, which
+# made a long line of digits and dots backtrack over every split (quadratic in the line).
+_BANNER = re.compile(r"^sysbench (?P<version>[0-9]+(?:\.[0-9]+)+)(?![0-9]|\.[0-9])[^\s:]*(?::\s|:$|\s+\(|$)")
 _DOING = re.compile(r"^Doing (?P<what>.+?)(?: test)?$")
 _BLOCK_SIZE = re.compile(r"^Block size (?P<num>[0-9]+)(?P<unit>[A-Za-z]*)$")
 _THREADS = re.compile(r"^Number of threads: (?P<num>[0-9]+)$")
@@ -183,6 +185,16 @@ def _number(text: str, line: str, lineno: int) -> float:
 
 def _integer(text: str, line: str, lineno: int) -> int:
     return int(parse_unsigned(text, TOOL, line, lineno))
+
+
+MAX_COUNT_DIGITS = 20  # sysbench counts in 64-bit integers
+
+
+def _count(digits: str, line: str, lineno: int) -> int:
+    """An exact count; ParseError past 20 digits (int() refuses more than 4300, slowly)."""
+    if len(digits) > MAX_COUNT_DIGITS:
+        raise ParseError(TOOL, "a count of at most %d digits" % MAX_COUNT_DIGITS, line, lineno)
+    return int(digits)
 
 
 def _size(number: str, unit: str, line: str, lineno: int) -> float:
@@ -420,9 +432,9 @@ def _decimals(text: str) -> int:
 def _legacy_results(builder: _Builder, run: SysbenchRun) -> None:
     match, line, lineno = builder.operations
     run.layout = "0.4" if match.group("rword") == "Read" else "0.5"
-    run.reads = int(match.group("reads"))
-    run.writes = int(match.group("writes"))
-    run.other = int(match.group("other"))
+    run.reads = _count(match.group("reads"), line, lineno)
+    run.writes = _count(match.group("writes"), line, lineno)
+    run.other = _count(match.group("other"), line, lineno)
     if run.total_time is None:
         raise _missing(builder, "'total time: N.NNNNs' after 'Operations performed:'")
     seconds = run.total_time
@@ -501,7 +513,7 @@ def _prepare_results(builder: _Builder, run: SysbenchRun) -> None:
     match, line, lineno = builder.prepare
     run.layout = PREPARE
     run.mode = PREPARE
-    run.bytes = int(match.group("bytes"))
+    run.bytes = _count(match.group("bytes"), line, lineno)
     run.seconds = _number(match.group("seconds"), line, lineno)
     if run.seconds > 0:
         run.write_bytes_per_s = finite(run.bytes / run.seconds, TOOL, "rate", line, lineno)

@@ -143,10 +143,10 @@ _DECIMAL = re.compile(r"^[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?$")
 def parse_decimal(text: str, tool: str, line: str, lineno: int | None = None) -> float:
     """Parse an unsigned decimal written with a point or a decimal comma ("0,5"), %g exponent allowed."""
     if not _DECIMAL.match(text):
-        raise ParseError(tool, "a decimal number, got '%s'" % text, line, lineno)
+        raise ParseError(tool, "a decimal number, got '%s'" % text[:60], line, lineno)
     value = float(text.replace(",", "."))
     if not math.isfinite(value):
-        raise ParseError(tool, "a finite number, got '%s'" % text, line, lineno)
+        raise ParseError(tool, "a finite number, got '%s'" % text[:60], line, lineno)
     return value
 
 
@@ -163,7 +163,7 @@ def byte_factor(unit: str, system: str, tool: str, line: str, lineno: int | None
     """Bytes per unit in the named system ("si", "iec", "busybox", "plain"); unknown unit -> ParseError."""
     table = SYSTEMS.get(system)
     if table is None or unit not in table:
-        raise ParseError(tool, "a known %s byte unit, got '%s'" % (system, unit), line, lineno)
+        raise ParseError(tool, "a known %s byte unit, got '%s'" % (system, unit[:60]), line, lineno)
     return table[unit]
 
 
@@ -208,14 +208,14 @@ def parse_unsigned(text: str, tool: str, line: str, lineno: int | None = None) -
 def count_factor(suffix: str, tool: str, line: str, lineno: int | None = None) -> int:
     """Multiplier of a decimal count suffix ("k" = 1000); unknown suffix -> ParseError."""
     if suffix not in COUNT_SUFFIXES:
-        raise ParseError(tool, "a known count suffix (k, M, G, T), got '%s'" % suffix, line, lineno)
+        raise ParseError(tool, "a known count suffix (k, M, G, T), got '%s'" % suffix[:60], line, lineno)
     return COUNT_SUFFIXES[suffix]
 
 
 def ns_per(unit: str, tool: str, line: str, lineno: int | None = None) -> int:
     """Nanoseconds per time unit (ns, us, ms, s, min, hour); unknown unit -> ParseError."""
     if unit not in NS_PER_TIME_UNIT:
-        raise ParseError(tool, "a known time unit (ns, us, ms, s, min, hour), got '%s'" % unit, line, lineno)
+        raise ParseError(tool, "a known time unit (ns, us, ms, s, min, hour), got '%s'" % unit[:60], line, lineno)
     return NS_PER_TIME_UNIT[unit]
 
 

@@ -1,4 +1,4 @@
-"""roles/benchmark/tasks/main.yml hands diskproof_cache_fence_bytes to bench_plan: 0 (a survey's "off"),
+"""roles/benchmark/tasks/plan.yml hands diskproof_cache_fence_bytes to bench_plan: 0 (a survey's "off"),
 empty or unset means no fence; any other value goes to the plan, which refuses what it cannot use (a
 negative value was once dropped like 0, and the run went ahead unfenced)."""
 from __future__ import annotations
@@ -18,7 +18,8 @@ except ImportError:   # ansible-core < 2.19 templates every string
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, Settings, TargetFacts, build_plan
 
-TASKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "tasks" / "main.yml"
+# The bench_plan task lives in plan.yml, imported by main.yml and (in check mode) by preflight.yml.
+TASKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "tasks" / "plan.yml"
 MIB = 1 << 20
 
 

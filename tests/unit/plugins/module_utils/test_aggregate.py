@@ -745,3 +745,66 @@ def test_sort_entries_is_the_one_sort():
 @pytest.mark.parametrize("values", [[1.0], [3.0, 1.0], [5.0, 1.0, 2.0, 2.0], [2, 7, 1, 8, 2, 8], [1e9, -1e9, 0.1, 0.2, 0.3]])
 def test_median_and_mad_in_one_sort_each(values):
     assert agg._median_and_mad(values) == (agg.median(values), agg.median_absolute_deviation(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# targets that are not disks (target.not_a_disk, from allow_non_disk)
+# ---------------------------------------------------------------------------------------------
+
+def not_a_disk(rate, filesystem="tmpfs", **kwargs):
+    """A record of a directory on tmpfs/overlay/NFS ... as the benchmark role writes it: no disk identity."""
+    rec = write(rate, device=None, **kwargs)
+    rec["target"].update(not_a_disk=True, filesystem=filesystem, model=None, serial=None, rotational=None)
+    return rec
+
+
+@pytest.mark.parametrize(("case", "rec", "peer_group", "expected"), [
+    ("identity", not_a_disk(1.0), "identity", ("dd_seq_write", "not_a_disk=tmpfs")),
+    ("test: still apart", not_a_disk(1.0, filesystem="nfs4"), "test", ("dd_seq_write", "not_a_disk=nfs4")),
+    ("unnamed filesystem", not_a_disk(1.0, filesystem=None), "identity", ("dd_seq_write", "not_a_disk=unknown")),
+    ("false is a disk", dict(write(1.0), target={"path": "/srv/d0", "not_a_disk": False, "filesystem": "ext4"}),
+     "identity", ("dd_seq_write", "rotational=null")),
+])
+def test_peer_group_key_of_targets_that_are_not_disks(case, rec, peer_group, expected):
+    assert agg.peer_group_key(rec, peer_group) == expected, case
+    assert agg.key_basis(expected) == ("not_a_disk" if "not_a_disk=" in expected[-1] else "test_rotational")
+
+
+@pytest.mark.parametrize("peer_group", ["identity", "test"])
+def test_a_tmpfs_is_never_compared_with_disks(peer_group):
+    # Three VM disks of unknown model and rotational (key test + rotational=null, like a tmpfs had) at 50 MB/s,
+    # and a tmpfs at 1 GB/s: together, the tmpfs would sit in the disks' median and group.
+    records_by_host = {"h%d" % index: [disk(50e6, model=None, rotational=None)] for index in range(3)}
+    records_by_host["odd"] = [not_a_disk(1e9)]
+    settings = agg.make_settings(peer_group=peer_group)
+    entries = {entry["host"]: entry for entry in agg.judge_fleet(records_by_host, {}, settings=settings)}
+    assert entries["odd"]["group"] == ["dd_seq_write", "not_a_disk=tmpfs"]
+    assert entries["odd"]["reason"] == "not compared: 1 measured in group (< 3)"
+    assert entries["odd"]["notes"] == ["not a disk (tmpfs): compared only with other tmpfs targets; acceptance rules "
+                                       "and baseline are for disks and were not applied"]
+    assert {entries["h%d" % index]["reason"] for index in range(3)} == {"+0.0% vs median 50.0 MB/s (n=3)"}
+    rows = {tuple(row["key"]): row for row in agg.group_statistics(records_by_host, peer_group)}
+    assert rows[("dd_seq_write", "not_a_disk=tmpfs")]["basis"] == "not_a_disk"
+    assert [row["measured"] for key, row in rows.items() if key != ("dd_seq_write", "not_a_disk=tmpfs")] == [3]
+
+
+def test_targets_that_are_not_disks_are_grouped_by_filesystem_type():
+    records_by_host = {"t%d" % index: [not_a_disk(1e9 + index)] for index in range(3)}
+    records_by_host.update({"n%d" % index: [not_a_disk(80e6, filesystem="nfs4")] for index in range(2)})
+    records_by_host["n2"] = [not_a_disk(40e6, filesystem="nfs4")]
+    entries = {entry["host"]: entry for entry in judge(records_by_host)}
+    assert {entries["t%d" % index]["verdict"] for index in range(3)} == {"pass"}
+    assert entries["n2"]["verdict"] == "outlier" and "(n=3)" in entries["n2"]["reason"]   # against nfs4 only
+
+
+def test_rules_and_baseline_for_disks_are_not_applied_to_a_target_that_is_not_a_disk():
+    rules = agg.validate_rules({"rules": [{"match": {"test": "dd_seq_write"}, "min_write_mb_per_s": 2000}]})
+    slow_disk, tmpfs = disk(100e6, serial="ZC1"), not_a_disk(1e9)
+    tmpfs["target"]["serial"] = "ZC1"   # even a serial (never there in practice) does not tie it to a disk
+    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1"), not_a_disk(5e9)))
+    assert index == {("serial", "ZC1", "dd_seq_write", "bytes_per_s"): 200e6}
+    judged = agg.judge_fleet({"disk": [slow_disk], "odd": [tmpfs]}, {}, rules=rules, baseline=index)
+    entries = {entry["host"]: entry for entry in judged}
+    assert entries["disk"]["verdict"] == "slow"
+    assert entries["odd"]["verdict"] == "pass" and entries["odd"]["baseline_value"] is None
+    assert "acceptance rules and baseline are for disks" in entries["odd"]["notes"][-1]

@@ -810,3 +810,55 @@ def test_discovery_summary_one_line_per_host_target_disk_and_tool():
                   "sdb": "sata, 3.64 TiB, ST4000NM0035, ZC1A2B3C, health passed"},
     }
     assert [format_iec(n) for n in (None, 512, 1024, 1536 * 1024)] == ["size?", "512 bytes", "1.00 KiB", "1.50 MiB"]
+
+
+# -- host-bound allow-list entries (HOST:serial, HOST:wwn, HOST:loop:file) -------------------------------------
+
+@pytest.mark.parametrize(("disk", "allow", "host", "match"), [
+    ({"serial": "S3Z1NB0K123456A"}, ["n01:S3Z1NB0K123456A"], "n01", "n01:S3Z1NB0K123456A"),
+    ({"serial": "S3Z1NB0K123456A"}, ["N01:s3z1nb0k123456a"], "n01", "N01:s3z1nb0k123456a"),     # case-insensitive
+    ({"serial": "S3Z1NB0K123456A"}, ["n02:S3Z1NB0K123456A"], "n01", None),                      # another host's disk
+    ({"serial": "S3Z1NB0K123456A"}, ["n01:S3Z1NB0K123456A"], None, None),                       # host unknown
+    ({"wwn": "0x5000c500a1b2c3d4"}, ["n01:naa.5000C500A1B2C3D4"], "n01", "n01:naa.5000C500A1B2C3D4"),
+    ({"wwn": "0x5000c500a1b2c3d4"}, ["n02:0x5000c500a1b2c3d4"], "n01", None),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["n01:loop:/dev/shm/x/d1.img"], "n01", "n01:loop:/dev/shm/x/d1.img"),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["n02:loop:/dev/shm/x/d1.img"], "n01", None),
+    # the existing forms keep working, with or without a host
+    ({"serial": "S1"}, ["S1"], "n01", "S1"),
+    ({"wwn": "0x5000c500a1b2c3d4"}, ["5000c500a1b2c3d4"], None, "5000c500a1b2c3d4"),
+    ({"loop_backing_file": "/dev/shm/x/d1.img"}, ["loop:/dev/shm/x/d1.img"], "n01", "loop:/dev/shm/x/d1.img"),
+    # a serial that itself contains a colon still matches as a whole
+    ({"serial": "AB:12"}, ["AB:12"], "n01", "AB:12"),
+    # the host part is never matched against the disk: "n01:" alone names nothing
+    ({"serial": "n01"}, ["n01:"], "n01", None),
+])
+def test_allow_list_host_bound_entries(disk, allow, host, match):
+    assert _discover.allow_list_match(disk, allow, host) == match
+
+
+def test_a_host_bound_entry_of_another_host_is_not_allow_listed_and_says_so():
+    host = vm_host()
+    disk = vm_disk(host, "loop0")
+    refusals = _discover.raw_write_refusals("loop0", host.topology, [disk], True,
+                                            ["other-host:" + ALLOW_CLEAN[0]], host.boot_unknown, "n01")
+    assert codes(refusals) == ["not_allow_listed"]
+    assert refusals[0]["message"].endswith("is not in diskproof_destructive_allow (entries HOST:... count only on "
+                                           "host n01)"), refusals[0]["message"]
+    assert _discover.raw_write_refusals("loop0", host.topology, [disk], True, ["n01:" + ALLOW_CLEAN[0]],
+                                        host.boot_unknown, "n01") == []
+
+
+def test_mountinfo_is_read_by_the_one_parser_bench_plan_uses_too():
+    from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
+    text = fixture("nondisk-vm.mountinfo.txt")
+    assert _discover.parse_mountinfo(text) == _filesystems.parse_mountinfo(text)
+    with pytest.raises(DiscoverError) as caught:
+        _discover.parse_mountinfo("40 27 8:17 / /srv rw")
+    assert caught.value.source == "/proc/self/mountinfo" and "line 1" in caught.value.expected
+
+
+def test_not_a_disk_is_a_refusal_code_reported_right_after_not_directory():
+    refusals = [{"code": "not_found", "message": "a"}, {"code": "not_a_disk", "message": "b"},
+                {"code": "not_directory", "message": "c"}]
+    codes = [refusal["code"] for refusal in _discover.sort_refusals(refusals)]
+    assert codes == ["not_found", "not_directory", "not_a_disk"]

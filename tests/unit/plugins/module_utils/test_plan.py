@@ -502,3 +502,87 @@ def test_a_by_id_target_runs_on_its_node_and_keeps_its_name():
     assert job["argv"][1] == "if=/dev/sdc"
     assert job["target"]["path"] == "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4" and job["target"]["serial"] == "ZC1"
     assert job["keep_raw"] == "/var/tmp/evidence/dev_sdc" and plan.raw_dirs == ["/var/tmp/evidence/dev_sdc"]
+
+
+# --- space per filesystem: targets sharing one st_dev are summed at the fullest moment of the run ---------------
+
+def on_fs(path, free=GIB + 256 * MIB, size=4 * GIB, fs="8:17", **extra):
+    """A directory target on the filesystem ``fs`` (st_dev major:minor) mounted at /srv, device sdb1."""
+    return disk(path, free=free, size=size, filesystem_id=fs, mount_point="/srv", filesystem_device="sdb1", **extra)
+
+
+THREE = ["/srv/a", "/srv/b", "/srv/c"]
+
+
+def test_each_test_file_is_removed_after_the_last_test_that_reads_it():
+    plan = build_plan([on_fs(path) for path in THREE], settings(tests=("dd_seq_write", "fio_rand_read")))
+    removals = [(job["test"], job["target"]["path"], job["cleanup"]) for job in plan.jobs if job["cleanup"]]
+    assert removals == [("fio_rand_read", path, [["rm", "-f", "--", path + "/diskproof-r1/diskproof.testfile"]])
+                        for path in THREE]
+    # sysbench keeps its own cleanup first; the test file goes after the last test that reads it (ioping here).
+    standard = build_plan([on_fs("/srv/a", free=2 * GIB)], settings())
+    cleanups = {job["test"]: job["cleanup"] for job in standard.jobs if job["cleanup"]}
+    assert list(cleanups) == ["sysbench_rndrd", "ioping_latency"]
+    assert cleanups["sysbench_rndrd"][0][-1] == "cleanup"
+    assert cleanups["ioping_latency"] == [["rm", "-f", "--", "/srv/a/diskproof-r1/diskproof.testfile"]]
+    # A test file that only dd_seq_write uses is removed by that job.
+    (only,) = build_plan([on_fs("/srv/a")], settings(tests=("dd_seq_write",))).jobs
+    assert only["cleanup"] == [["rm", "-f", "--", "/srv/a/diskproof-r1/diskproof.testfile"]]
+
+
+def test_three_targets_on_one_filesystem_fit_one_test_file_at_a_time():
+    # 256 MiB test files, 1 GiB reserve (the minimum: 5 % of 4 GiB is less): room for exactly one at a time.
+    plan = build_plan([on_fs(path) for path in THREE], settings(tests=("dd_seq_write", "dd_seq_read")))
+    assert plan.filesystems == {"8:17": {
+        "mount_point": "/srv", "device": "sdb1", "targets": THREE, "peak_bytes": 256 * MIB,
+        "peak_job": {"test": "dd_seq_write", "target": "/srv/a"}, "free_bytes": GIB + 256 * MIB,
+        "size_bytes": 4 * GIB, "reserve_bytes": GIB}}
+    assert [plan.space[path]["filesystem"] for path in THREE] == ["8:17"] * 3
+    assert all(plan.space[path]["needed_bytes"] == 256 * MIB for path in THREE)
+    lines = plan_lines(plan, 128 * MIB, None)
+    assert "filesystem /srv (device sdb1, 8:17): targets /srv/a, /srv/b, /srv/c: at most 256.0 MiB at once, keeps " \
+           "1.0 GiB free of 1.2 GiB available" in lines
+
+
+def test_one_byte_short_of_the_peak_is_refused_naming_the_filesystem_its_targets_and_the_figures():
+    with pytest.raises(PlanError) as error:
+        build_plan([on_fs(path, free=GIB + 256 * MIB - 1) for path in THREE],
+                   settings(tests=("dd_seq_write", "dd_seq_read")))
+    assert str(error.value).startswith(
+        "not enough free space on the filesystem mounted at /srv (device sdb1, 8:17) holding the targets /srv/a, "
+        "/srv/b, /srv/c: the tests need 268435456 B (256.0 MiB) at once (while dd_seq_write runs on /srv/a) and the "
+        "filesystem must keep 1073741824 B (1.0 GiB) free (max(5% of 4294967296 B (4.0 GiB), 1073741824 B (1.0 GiB))), "
+        "but only 1342177279 B (1.2 GiB) is available;"), str(error.value)
+
+
+def test_the_peak_sums_the_test_file_with_extra_files_written_while_it_is_kept():
+    # Standard profile: ioping reads the test file after sysbench, so the 256 MiB test file and sysbench's
+    # 256 MiB of files are there at once; each target alone fits 1 GiB + 512 MiB free, so do all three.
+    targets = [on_fs(path, free=GIB + 512 * MIB) for path in THREE]
+    plan = build_plan(targets, settings())
+    assert plan.filesystems["8:17"]["peak_bytes"] == 512 * MIB
+    assert plan.filesystems["8:17"]["peak_job"] == {"test": "sysbench_rndrd", "target": "/srv/a"}
+    with pytest.raises(PlanError) as error:
+        build_plan([dataclasses.replace(target, free_bytes=GIB + 511 * MIB) for target in targets], settings())
+    assert "need 536870912 B (512.0 MiB) at once (while sysbench_rndrd runs on /srv/a)" in str(error.value)
+    # sysbench after the last read of the test file: the test file is gone by then, so the peak is one of them.
+    later = build_plan(targets, settings(tests=("dd_seq_write", "dd_seq_read", "sysbench_rndrd")))
+    assert later.filesystems["8:17"]["peak_bytes"] == 256 * MIB
+
+
+def test_filesystems_are_grouped_by_st_dev_and_checked_apart():
+    # /srv/a and /srv/c share 8:17; /data/b is its own filesystem with just enough room for itself.
+    targets = [on_fs("/srv/a"), disk("/data/b", free=GIB + 256 * MIB, size=4 * GIB, device="sdc", filesystem_id="8:33",
+                                     mount_point="/data", filesystem_device="sdc1"), on_fs("/srv/c")]
+    plan = build_plan(targets, settings(tests=("dd_seq_write",)))
+    assert {fs: figures["targets"] for fs, figures in plan.filesystems.items()} == {
+        "8:17": ["/srv/a", "/srv/c"], "8:33": ["/data/b"]}
+    assert [plan.space[path]["filesystem"] for path in ("/srv/a", "/data/b", "/srv/c")] == ["8:17", "8:33", "8:17"]
+    # The least free space any target of a filesystem saw is the one checked (it was read target by target).
+    with pytest.raises(PlanError) as error:
+        build_plan([on_fs("/srv/a"), on_fs("/srv/c", free=GIB)], settings(tests=("dd_seq_write",)))
+    assert "holding the targets /srv/a, /srv/c" in str(error.value) and "only 1073741824 B" in str(error.value)
+    # Without a filesystem id (a caller that did not stat it) each target is its own filesystem, as before.
+    targets = [disk("/srv/a", free=GIB + 256 * MIB, size=4 * GIB), disk("/srv/b", free=GIB + 256 * MIB, size=4 * GIB)]
+    plan = build_plan(targets, settings(tests=("dd_seq_write",)))
+    assert sorted(figures["targets"] for figures in plan.filesystems.values()) == [["/srv/a"], ["/srv/b"]]

@@ -44,7 +44,12 @@ def never_alive(pid, start):
     ("lock", "controller", "alive", "status", "reason"),
     [
         (None, ME, never_alive, q.FREE, "no lock"),
-        (lock_of(run_id="run-b"), ME, never_alive, q.OURS, "held by this run"),
+        (lock_of(run_id="run-b", controller={"pid": 2000, "pid_start": 9000}), ME, never_alive, q.OURS, "held by this run"),
+        # the same run id from another ansible-playbook process: two runs given one quiesce_run_id
+        (lock_of(run_id="run-b"), ME, never_alive, q.REUSED, "run id run-b is already used by another run: run run-b "),
+        (lock_of(run_id="run-b", controller={"host": "ctl2"}), ME, never_alive, q.REUSED, "from controller ctl2"),
+        # without any controller identity (a direct module call) a run cannot be told apart: re-entrant
+        (lock_of(run_id="run-b"), {}, never_alive, q.OURS, "held by this run"),
         # the host rebooted: nothing of that run survives on it
         (lock_of(host={"boot_id": "old-boot"}), ME, never_alive, q.STALE, "rebooted"),
         # its quiesce call is still executing on the host (pid and start time match)
@@ -602,3 +607,109 @@ def test_disks_under(lvm_on_md, name, disks):
 def test_physical_disks_are_the_ones_with_a_device(lvm_on_md):
     assert q.physical_disks({"dm-0", "md0", "sda", "sdb", "loop3"}, lvm_on_md) == ["sda", "sdb"]
     assert q.whole_disk_of("sdb1", lvm_on_md) == "sdb"
+
+
+# ---------------------------------------------------------------------------------------------
+# the state directory and its files (module_utils/_state_dir.py)
+
+from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd  # noqa: E402
+
+
+class StatOf:
+    """A stand-in os.stat_result: mode and owner only."""
+
+    def __init__(self, mode, uid=0):
+        self.st_mode = mode
+        self.st_uid = uid
+
+
+@pytest.mark.parametrize(("mode", "uid", "problem"), [
+    (0o040700, 0, None),
+    (0o040755, 0, None),
+    (0o040777, 0, "has mode 0777 (group- or world-writable): make it private to root (chown root:root /s; chmod 0700 /s)"),
+    (0o040770, 0, "has mode 0770"),
+    (0o040700, 65534, "is owned by uid 65534 (nobody) (mode 0700), not by uid 0 (root) that runs diskproof"),
+    (0o120777, 0, "is a symbolic link"),
+    (0o100600, 0, "is not a directory"),
+])
+def test_state_dir_problems(mode, uid, problem):
+    found = sd.dir_problem("/s", StatOf(mode, uid), 0)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+@pytest.mark.parametrize(("mode", "uid", "problem"), [
+    (0o040755, 0, None),
+    (0o041777, 0, None),                  # /tmp: writable by all, but sticky
+    (0o040777, 0, "writable by others, no sticky bit"),
+    (0o040755, 1000, "is owned by uid 1000"),
+])
+def test_state_dir_parent_problems(mode, uid, problem):
+    found = sd.parent_problem("/p", StatOf(mode, uid), 0)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_atomic_writes_use_unpredictable_exclusive_no_follow_temporary_files(tmp_path, monkeypatch):
+    state_dir = tmp_path / "state"
+    opened = []
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777, *, dir_fd=None):
+        opened.append((path, flags))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+    monkeypatch.setattr(sd.os, "open", spy)
+    with sd.StateDir(str(state_dir), create=True) as state:
+        state.write("quiesce.lock", {"n": 1})
+        state.write("quiesce.lock", {"n": 2})
+    temporaries = [(path, flags) for path, flags in opened if str(path).endswith(".tmp")]
+    assert len(temporaries) == 2 and temporaries[0][0] != temporaries[1][0]
+    for path, flags in temporaries:
+        assert flags & os.O_CREAT and flags & os.O_EXCL and flags & os.O_NOFOLLOW, path
+        assert str(os.getpid()) not in path and len(path) > len(".quiesce.lock..tmp") + 15
+    assert json.loads((state_dir / "quiesce.lock").read_text()) == {"n": 2}
+    assert sorted(os.listdir(state_dir)) == ["quiesce.lock"]
+    assert oct(state_dir.stat().st_mode & 0o7777) == "0o700"
+    assert oct((state_dir / "quiesce.lock").stat().st_mode & 0o777) == "0o600"
+
+
+def test_reading_never_follows_a_symlink(tmp_path):
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(mode=0o700)
+    (tmp_path / "elsewhere").write_text("{}")
+    (state_dir / "quiesce.lock").symlink_to(tmp_path / "elsewhere")
+    with sd.StateDir(str(state_dir)) as state:
+        lock, error = state.read("quiesce.lock", q.parse_lock)
+    assert lock is None and "a symbolic link is never followed" in error
+
+
+def test_the_first_recorded_write_cache_original_is_kept():
+    document = sd.new_write_cache_doc()
+    entry, added = sd.remember_write_cache(document, "sdb", True, "hdparm", "ata", "run-1", NOW, None)
+    assert added and entry["enabled"] is True
+    # the step after a kill finds the cache off: the record still says on
+    entry, added = sd.remember_write_cache(document, "sdb", False, "hdparm", "ata", "run-2", NOW + 60, None)
+    assert not added and entry["enabled"] is True and entry["run_id"] == "run-1"
+    assert sd.parse_write_cache_doc(json.dumps(document)) == document
+
+
+def test_renewed_lock_extends_the_lease_and_names_the_step():
+    lock = q.new_lock("run-a", {"host": "ctl1"}, "hboot", 700, 50, NOW, 120, "quiesced")
+    renewed = sd.renewed_lock(lock, "run-a", NOW + 100, 900, 60, "/s")
+    assert renewed["expires"] == q.utc_iso(NOW + 220) and renewed["updated"] == q.utc_iso(NOW + 100)
+    assert renewed["host"] == {"boot_id": "hboot", "pid": 900, "pid_start": 60}
+    assert renewed["started"] == lock["started"] and renewed["lease_s"] == 120
+    with pytest.raises(q.QuiesceError, match="held by run run-a, not by this run \\(run-b\\)"):
+        sd.renewed_lock(lock, "run-b", NOW, 900, 60, "/s")
+    with pytest.raises(q.QuiesceError, match="no quiesce lock in /s"):
+        sd.renewed_lock(None, "run-a", NOW, 900, 60, "/s")
+
+
+def test_runs_reusing_a_run_id():
+    runs = sd.new_runs_doc()
+    assert sd.record_run(runs, "awx-1", ME, NOW) and not sd.record_run(runs, "awx-1", ME, NOW)
+    assert sd.runs_reusing(runs, "awx-1", ME) == []                       # the same run again
+    other = dict(ME, pid=2001, pid_start=9100)
+    assert [entry["run_id"] for entry in sd.runs_reusing(runs, "awx-1", other)] == ["awx-1"]
+    assert sd.runs_reusing(runs, "awx-2", other) == []
+    for number in range(sd.RUNS_KEPT + 5):
+        sd.record_run(runs, "r%d" % number, ME, NOW)
+    assert len(runs["runs"]) == sd.RUNS_KEPT

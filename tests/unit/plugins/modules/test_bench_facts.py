@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import stat
 
 import pytest
 
@@ -257,3 +258,68 @@ def fio_version():
 
     banner = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=False).stdout.strip()
     return banner[4:] if banner.startswith("fio-") else banner
+
+
+# src= is read only when it is a regular file (a symlink to one is fine) of at most src_max_bytes: a
+# device, FIFO or directory is refused before it is read (a FIFO would block the module forever, a
+# block device be read whole into memory), and so is a file larger than the limit.
+def _not_regular_files(tmp_path):
+    fifo = tmp_path / "output.fifo"
+    os.mkfifo(fifo)
+    block = tmp_path / "loop250"  # a node for an unbound loop device of this test's own: never opened
+    os.mknod(block, 0o600 | stat.S_IFBLK, os.makedev(7, 250))
+    link = tmp_path / "link-to-fifo"
+    link.symlink_to(fifo)
+    return [
+        (str(fifo), "is a FIFO (named pipe)"),
+        (str(block), "is a block device"),
+        ("/dev/null", "is a character device"),
+        (str(tmp_path), "is a directory"),
+        (str(link), "is a FIFO (named pipe)"),
+    ]
+
+
+def test_src_that_is_not_a_regular_file_is_refused_before_it_is_read(capsys, tmp_path):
+    for path, kind in _not_regular_files(tmp_path):
+        code, result = run_module(capsys, src=path)
+        assert code == 1, path
+        assert result["msg"] == (
+            "src=%s %s, not a regular file: bench_facts parses tool output saved to a regular file; save the "
+            "output to a file (for example with the tool's own output option) and pass its path" % (path, kind))
+        assert "diskproof_results" not in result.get("ansible_facts", {})
+
+
+def test_src_larger_than_src_max_bytes_is_refused(capsys, tmp_path):
+    path = fixture_path("dd", "gnu91-write-fdatasync.txt")
+    size = os.path.getsize(path)
+    code, result = run_module(capsys, src=path, direction="write", src_max_bytes=size)
+    assert code == 0
+    assert records(result)[0]["bytes"] == 134217728
+    code, result = run_module(capsys, src=path, direction="write", src_max_bytes=size - 1)
+    assert code == 1
+    assert result["msg"] == (
+        "src=%s is %d bytes, more than src_max_bytes=%d: pass a file that holds only the tool's output, "
+        "or raise src_max_bytes" % (path, size, size - 1))
+
+
+def test_src_default_limit_is_64_mib(capsys, tmp_path):
+    big = tmp_path / "big.log"
+    with open(big, "wb") as handle:  # sparse: nothing of it is written to disk
+        handle.truncate(64 * 1024 * 1024 + 1)
+    code, result = run_module(capsys, src=str(big))
+    assert code == 1
+    assert result["msg"].startswith("src=%s is 67108865 bytes, more than src_max_bytes=67108864: " % big)
+
+
+def test_src_symlink_to_a_regular_file_is_read(capsys, tmp_path):
+    link = tmp_path / "dd.log"
+    link.symlink_to(fixture_path("dd", "gnu91-write-fdatasync.txt"))
+    code, result = run_module(capsys, src=str(link), direction="write")
+    assert code == 0
+    assert records(result)[0]["bytes"] == 134217728
+
+
+def test_src_max_bytes_must_be_positive(capsys):
+    code, result = run_module(capsys, src=fixture_path("dd", "gnu91-write-fdatasync.txt"), src_max_bytes=0)
+    assert code == 1
+    assert result["msg"] == "src_max_bytes must be 1 or more, got 0"

@@ -539,14 +539,20 @@ def sata_disk(monkeypatch):
 def test_write_cache_off_during_the_run_and_restored(capsys, tmp_path, monkeypatch, sata_disk):
     folder, state, log = fake_hdparm(tmp_path)
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
-    stand_in = probe(tmp_path / "dd", 'echo "measured cache=$(cat "%s")" >> "%s"\n' % (state, log))
-    code, result = run_module(capsys, argv=[stand_in], direction="write", device_io=False, write_cache="off",
+    record = tmp_path / "state" / "write-cache.json"
+    stand_in = probe(tmp_path / "dd", 'echo "measured cache=$(cat "%s")" >> "%s"\ncat "%s" >> "%s"\n'
+                     % (state, log, record, tmp_path / "record-during"))
+    code, result = run_module(capsys, argv=[stand_in], direction="write", device_io=False, write_cache="off", state_dir=str(tmp_path / "state"),
                               target={"path": str(tmp_path), "device": "sdz"})
     assert code == 0, result
     assert log.read_text().splitlines() == ["-W /dev/sdz", "-W0 /dev/sdz", "-W /dev/sdz", "measured cache=0",
                                             "-W1 /dev/sdz", "-W /dev/sdz"]
     assert state.read_text() == "1\n"
     assert records(result)[0]["write_cache"] == {"before": True, "during": False, "restored": True, "method": "hdparm"}
+    # the original was on disk while the cache was off, and is gone once the restore read back right
+    assert json.loads((tmp_path / "record-during").read_text())["devices"]["sdz"]["enabled"] is True
+    assert json.loads(record.read_text())["devices"] == {}
+    assert oct((tmp_path / "state").stat().st_mode & 0o7777) == "0o700"
 
 
 def test_write_cache_already_off_is_left_off(capsys, tmp_path, monkeypatch, sata_disk):
@@ -554,7 +560,7 @@ def test_write_cache_already_off_is_left_off(capsys, tmp_path, monkeypatch, sata
     state.write_text("0\n")
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
     dd, _counter = fake_dd(tmp_path)
-    code, result = run_module(capsys, argv=[dd], direction="write", device_io=False, write_cache="off",
+    code, result = run_module(capsys, argv=[dd], direction="write", device_io=False, write_cache="off", state_dir=str(tmp_path / "state"),
                               target={"device": "sdz"})
     assert code == 0, result
     # read before, read back (still off), verified at the end: never switched on
@@ -567,7 +573,7 @@ def test_write_cache_restored_after_a_failing_setup(capsys, tmp_path, monkeypatc
     folder, state, log = fake_hdparm(tmp_path)
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
     bad = logger(tmp_path, tmp_path / "slog", "bad", "setup", rc=1, stderr="boom")
-    code, result = run_module(capsys, argv=["true"], setup=[[bad]], write_cache="off", target={"device": "sdz"})
+    code, result = run_module(capsys, argv=["true"], setup=[[bad]], write_cache="off", state_dir=str(tmp_path / "state"), target={"device": "sdz"})
     assert code == 1
     assert result["msg"].startswith("setup command 1 failed (exit code 1): boom")
     assert state.read_text() == "1\n"
@@ -609,7 +615,7 @@ def test_write_cache_restored_after_the_commit_rate_fio_job_fails(capsys, tmp_pa
     job, job_file = commit_rate_job(target)
     assert job["write_cache"] == "off" and "fdatasync=1" in job_file and "allow_file_create=0" in job_file
     code, result = run_module(capsys, argv=job["argv"], job_file=job_file, test=job["test"], target=job["target"],
-                              params=job["params"], write_cache=job["write_cache"], repeats=job["repeats"],
+                              params=job["params"], write_cache=job["write_cache"], state_dir=str(tmp_path / "state"), repeats=job["repeats"],
                               max_repeats=job["max_repeats"], device_io=False)
     assert code == 1, result
     assert result["msg"].startswith("fio failed (exit code 1): ") and expected_error in result["msg"], result["msg"]
@@ -626,7 +632,7 @@ def test_write_cache_a_disk_that_refuses_fails_before_measuring(capsys, tmp_path
     folder, _state, _log = fake_hdparm(tmp_path, refuse=True)
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
     dd, counter = fake_dd(tmp_path)
-    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", target={"device": "sdz"})
+    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", state_dir=str(tmp_path / "state"), target={"device": "sdz"})
     assert code == 1
     assert result["msg"].startswith("write_cache=off: hdparm still reports the write cache of sdz on after hdparm -W0 /dev/sdz")
     assert calls(counter) == 0
@@ -636,7 +642,7 @@ def test_write_cache_not_restored_fails_with_the_command_to_run(capsys, tmp_path
     folder, _state, _log = fake_hdparm(tmp_path, fail_restore=True)
     monkeypatch.setenv("PATH", "%s:%s" % (folder, os.environ["PATH"]))
     dd, _counter = fake_dd(tmp_path)
-    code, result = run_module(capsys, argv=[dd], direction="write", device_io=False, write_cache="off",
+    code, result = run_module(capsys, argv=[dd], direction="write", device_io=False, write_cache="off", state_dir=str(tmp_path / "state"),
                               target={"device": "sdz"})
     assert code == 1
     assert result["msg"] == ("write cache of sdz not restored: hdparm -W1 /dev/sdz failed (exit code 5): HDIO_DRIVE_CMD(setcache) "
@@ -649,7 +655,7 @@ def test_write_cache_on_a_device_without_control_fails_before_anything(capsys, t
     if not os.path.isdir("/sys/block/%s" % device):
         pytest.skip("no /sys/block/%s here" % device)
     dd, counter = fake_dd(tmp_path)
-    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", target={"device": device})
+    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", state_dir=str(tmp_path / "state"), target={"device": device})
     assert code == 1
     assert result["msg"].startswith("write_cache=off: %s has no volatile write cache control (%s is " % (device, device))
     assert calls(counter) == 0
@@ -660,15 +666,15 @@ def test_write_cache_missing_tool_fails_before_anything(capsys, tmp_path, monkey
     monkeypatch.setattr(bench_facts.AnsibleModule, "get_bin_path",
                         lambda self, arg, required=False, opt_dirs=None: None if arg == "hdparm" else shutil.which(arg))
     dd, counter = fake_dd(tmp_path)
-    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", target={"device": "sdz"})
+    code, result = run_module(capsys, argv=[dd], direction="write", write_cache="off", state_dir=str(tmp_path / "state"), target={"device": "sdz"})
     assert code == 1
     assert result["msg"] == ("write_cache=off: sdz (SCSI disk with vendor ATA) needs hdparm, which is not installed; "
                              "install it (package hdparm)")
     assert calls(counter) == 0
 
 
-def test_write_cache_needs_the_device(capsys):
-    code, result = run_module(capsys, argv=["true"], write_cache="off", target={"device": None})
+def test_write_cache_needs_the_device(capsys, tmp_path):
+    code, result = run_module(capsys, argv=["true"], write_cache="off", state_dir=str(tmp_path / "state"), target={"device": None})
     assert code == 1
     assert result["msg"].startswith("write_cache=off needs the whole disk in target.device")
 
@@ -871,7 +877,10 @@ def test_keep_raw_must_exist(capsys, tmp_path):
     ("args", "message"),
     [
         ({"content": "x", "repeats": 2}, "repeats only with argv or sweep"),
-        ({"content": "x", "setup": [["true"]], "write_cache": "off"}, "setup, write_cache only with argv or sweep"),
+        ({"content": "x", "setup": [["true"]], "write_cache": "off", "state_dir": "/nonexistent"},
+         "setup, write_cache only with argv or sweep"),
+        ({"argv": ["true"], "write_cache": "off"}, "write_cache is off but all of the following are missing: state_dir"),
+        ({"argv": ["true"], "lock_run_id": "run-1"}, "missing parameter(s) required by 'lock_run_id': state_dir"),
         ({"argv": ["true"], "repeats": 0}, "repeats must be at least 1, got 0"),
         ({"argv": ["true"], "repeats": 3, "max_repeats": 2}, "max_repeats (2) must be at least repeats (3)"),
         ({"argv": ["true"], "max_cv": -0.1}, "max_cv must be 0 or more"),

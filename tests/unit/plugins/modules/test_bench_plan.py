@@ -265,9 +265,17 @@ def test_mode_raw_read_wins_over_a_granted_raw_write_and_raw_write_needs_the_gra
         "targets[0].device %s asks mode raw_write but was granted only raw_read: writing a bare device needs class "
         "raw_write" % loop_device)
     assert "diskproof_destructive_allow" in result["msg"]
+    # A bare class name carries no disk identity: raw_write needs the grant discover binds to the disk.
     code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_write"}],
                               profile="quick", memory_bytes=16 * MIB, classes={loop_device: "raw_write"})
+    assert code == 1 and "its raw_write grant carries no disk identity" in result["msg"], result
+    grant = {"class": "raw_write", "device": os.path.basename(loop_device), "device_path": loop_device,
+             "disks": [{"name": os.path.basename(loop_device), "loop": {"backing_file": "/x", "st_dev": 1, "st_ino": 2}}]}
+    code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_write"}],
+                              profile="quick", memory_bytes=16 * MIB, classes={loop_device: grant})
     assert code == 0 and result["plan"]["tests"] == ["dd_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"]
+    # Every job carries the grant to bench_facts, which checks the disk against it before running.
+    assert all(job["target"]["grant"] == grant for job in result["plan"]["jobs"])
 
 
 def test_an_explicit_write_test_on_raw_read_is_refused_and_writes_nothing(loop_device, capsys):

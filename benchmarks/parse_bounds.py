@@ -1,0 +1,270 @@
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Bounded input: how long each tool parser (and tool=auto) takes on adversarial text, and how that
+time grows with the size of the text.
+
+bench_facts parses whatever a tool printed, or whatever file src= names: a parser whose time grows
+faster than its input (regex backtracking, a search restarted at every line) can hang a host's
+module for minutes on a few kB of unlucky text. For every parser and every shape below it prints the
+CPU seconds of one parse for each size (the best of --repeat; CPU time, so that other work on the
+machine does not count) and the growth from the smallest to the largest size: ~10x for 100 kB -> 1 MB
+is linear, ~100x is quadratic.
+
+    .venv/bin/python benchmarks/parse_bounds.py                       # 100 kB and 1 MB, every shape
+    .venv/bin/python benchmarks/parse_bounds.py --markdown            # the table docs/parsers.md shows
+    .venv/bin/python benchmarks/parse_bounds.py --parser auto --shape number_lines --sizes 1000,10000
+
+Exit code 0 when every parser takes at most --target seconds (1.0) for the largest size, 1 when one
+does not (or runs out of --timeout). The unit test tests/unit/plugins/module_utils/test_parse_bounds.py
+feeds these same shapes to the parsers and asserts the growth; this script only measures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLLECTIONS = os.path.join(ROOT, ".ansible", "collections")
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
+
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path)
+    bonnie, dd, fio, ioping, parse_output, sysbench, units)
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool  # noqa: E402
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError  # noqa: E402
+
+KB = 1000
+DEFAULT_SIZES = (100 * KB, 1000 * KB)
+
+
+def repeat_to(size: int, *pieces: str) -> str:
+    """pieces repeated in turn until the text holds at least size characters, cut to size."""
+    unit = "".join(pieces)
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def long_lines(size: int, piece: str, width: int = 64 * 1024) -> str:
+    """Lines of width characters made of piece, size characters in all."""
+    line = repeat_to(width - 1, piece) + "\n"
+    return repeat_to(size, line)
+
+
+# Real output (tests/fixtures/ioping/ioping13-c10-device.txt, bonnie/bonnie200a-n0-text-csv.txt), repeated.
+IOPING_BLOCK = (
+    "--- /dev/loop3 (block device 1 GiB) ioping statistics ---\n"
+    "9 requests completed in 987.0 us, 36 KiB read, 9.12 k iops, 35.6 MiB/s\n"
+    "generated 10 requests in 9.00 s, 40 KiB, 1 iops, 4.44 KiB/s\n"
+    "min/avg/max/mdev = 29.4 us / 109.7 us / 143.9 us / 37.9 us\n")
+BONNIE_CSV = ("1.98,2.00a,lab-loop3,1,1795324197,128M,,8192,5,1589,90,19287,5,20295,0,2470,86,21766,0,317.3,2,,,,,,,,,,"
+              ",,,,,,,,8510us,4080us,89082us,10887us,101ms,105ms,,,,,,")
+
+
+def fio_jobs_and_noise(size: int) -> str:
+    """fio messages (half the text), then one JSON object of failed jobs (error 5, no err=5 line)."""
+    noise = repeat_to(size // 2, "fio: pid=1, err=7/file:io_u.c:1845, func=io_u error, error=x\n")
+    noise = noise[:noise.rindex("\n") + 1]
+    job = ('{"jobname": "j", "groupid": 0, "error": 5, "read": {"io_bytes": 0, "runtime": 0, "iops": 0}, '
+           '"write": {"io_bytes": 0, "runtime": 0, "iops": 0}}')
+    jobs = ",\n".join([job] * max(1, (size - len(noise)) // (len(job) + 2)))
+    return noise + '{\n"fio version" : "fio-3.33",\n"jobs" : [\n' + jobs + "\n]\n}\n"
+
+
+# Adversarial shapes: each a function of the wanted size. Near misses of every tool's own lines
+# make the parsers and tool=auto try (and backtrack over) the most.
+SHAPES: Dict[str, Callable[[int], str]] = {
+    # the issue's case: lines of 10 integers (an ioping -B raw line) and one line that is not
+    "number_lines": lambda size: repeat_to(size - 2, "1 2 3 4 5 6 7 8 9 10\n") + "\nx",
+    "number_lines_11": lambda size: repeat_to(size - 2, "10 20 30 40 50 60 70 80 90 100 110\n") + "\nx",
+    "digits_dots": lambda size: long_lines(size, "1.22.333.4444.0,5e"),
+    "digit_run": lambda size: "9" * size,
+    "spaced_digits_one_line": lambda size: repeat_to(size, "0 "),
+    "key_value": lambda size: long_lines(size, "request=1 time=2 err=3/ bs=4k iodepth=1 ", width=4096),
+    "whitespace": lambda size: repeat_to(size - 1, " \t\n", "\r\n", "   \n\n") + "x",
+    "dd_near_miss": lambda size: repeat_to(
+        size, "1048576 bytes (1.0 MB, 1.0 MiB) copied, 0,5.5 s, 2.1 GB/\n", "12+0 records in\n",
+        "0 bytes transferred in 1 secs (\n", "1 bytes (((1 kB) copied, 1 s, 1 kB/s\n", "dd: \n"),
+    "fio_near_miss": lambda size: repeat_to(
+        size, '{"fio version" : "fio-3.33", "jobs" : [\n', '  "jobs" :\n', "fio: pid=1, err=5/file:io_u.c\n"),
+    "sysbench_near_miss": lambda size: repeat_to(
+        size, "sysbench 1.0.20 (using bundled LuaJIT 2.1.0-beta2)\n", "Operations performed:  1 Read, 2 Write, \n",
+        "File operations:\n", "    reads/s:  \n", "Latency (ms):\n", "         min: 1.2.3\n"),
+    "bonnie_near_miss": lambda size: repeat_to(
+        size, "Version  2.00a       ------Sequential Output------ --Sequential Input- --Random-\n",
+        "Name:Size etc        /sec %CP  /sec %CP  /sec %CP  /sec %CP  /sec %CP  /sec %CP\n",
+        "host 4G " + "1 2 " * 40 + "\n", "2.00a,2.00a," + "," * 47 + "x\n", "1.97,1.97" + ",1" * 46 + "\n"),
+    "ioping_near_miss": lambda size: repeat_to(
+        size, "4 KiB <<< /dev/sda (block device 1 GiB): request=1 time=\n",
+        "--- /dev/sda (block device 1 GiB) ioping statistics \n",
+        "9 requests completed in 987.0 us, 36 KiB read, 9.12 k iops,\n", "min/avg/max/mdev = 1 us / 2 us /\n"),
+    "nested_brackets": lambda size: repeat_to(size, "{[(" * 20 + "\n", '{"a":[\n', "((((((((\n"),
+    # closed JSON objects nested 30 deep, each at a line start: every one of them can be decoded
+    "json_nested_objects": lambda size: repeat_to(size, '{"a":\n' * 30 + "1" + "}" * 30 + "\n"),
+    "json_junk": lambda size: repeat_to(size, '{"jobs": [{"read": {"io_bytes": 1, "x": [1, 2, {"y": "\n'),
+    "huge_line": lambda size: repeat_to(size, "1 bytes (1 kB) copied, 1 s, ( request=1 {\"jobs\": [ 12+0 "),
+    "rate_letters": lambda size: "1 bytes copied, 1 s, " + "a" * (size - 21),
+    # counts of more digits than any counter has (int() refuses more than 4300)
+    "long_numbers": lambda size: repeat_to(
+        size, "9" * 5000 + "+0 records in\n",
+        "Operations performed:  " + "9" * 5000 + " Read, 0 Write, 0 Other = 0 Total\n",
+        "9" * 5000 + " bytes written in 1.00 seconds (1.00 MiB/sec).\n", "sysbench " + "1." * 3000 + "x y\n"),
+    # many runs and many messages: a message repeated into every run's warnings is quadratic
+    "ioping_blocks_messages": lambda size: repeat_to(size, IOPING_BLOCK, "ioping: message\n" * 10),
+    "bonnie_csv_errors": lambda size: repeat_to(size, BONNIE_CSV + "\n", "Can't write block.\n" * 10),
+    "fio_jobs_noise": fio_jobs_and_noise,
+}
+
+
+def _units(text: str) -> None:
+    """The units helpers on the whole text as one token (the parsers hand them regex groups)."""
+    for call in (lambda: units.parse_decimal(text, "units", "line"),
+                 lambda: units.parse_unsigned(text, "units", "line"),
+                 lambda: units.decimal_places(text)):
+        try:
+            call()
+        except ParseError:
+            pass
+
+
+PARSERS: Dict[str, Callable[[str], object]] = {
+    "dd": dd.parse,
+    "fio": fio.parse,
+    "sysbench": sysbench.parse,
+    "bonnie": bonnie.parse,
+    "ioping": ioping.parse,
+    "units": _units,
+    "detect": detect_tool,
+    "auto": lambda text: parse_output(text, "auto"),
+}
+
+
+class TimedOut(Exception):
+    """A parse that used more CPU time than its timeout (raised from SIGPROF: re and Python code stop)."""
+
+
+def _expired(_signum, _frame):
+    raise TimedOut()
+
+
+def parse_seconds(parser: Callable[[str], object], text: str, timeout: Optional[float] = None) -> float:
+    """CPU seconds one parse of text took (ParseError is a normal outcome); TimedOut after timeout CPU
+    seconds. Anything but ParseError escapes: a parser must not raise anything else."""
+    previous = None
+    if timeout:
+        previous = signal.signal(signal.SIGPROF, _expired)
+        signal.setitimer(signal.ITIMER_PROF, timeout)
+    # thread_time, not process_time: with a process CPU timer armed, Linux advances the process clock
+    # only at scheduler ticks (a 3 ms parse often reads as 0).
+    started = time.thread_time()
+    try:
+        parser(text)
+    except ParseError:
+        pass
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, previous)
+    return time.thread_time() - started
+
+
+def best_seconds(parser: Callable[[str], object], text: str, repeat: int, timeout: Optional[float] = None) -> float:
+    """The fastest of repeat parses: the least disturbed by other work on the machine."""
+    return min(parse_seconds(parser, text, timeout) for _attempt in range(repeat))
+
+
+def measure(parsers: Sequence[str], shapes: Sequence[str], sizes: Sequence[int], repeat: int,
+            timeout: float) -> List[dict]:
+    rows = []
+    for shape in shapes:
+        texts = {size: SHAPES[shape](size) for size in sizes}
+        for name in parsers:
+            row = {"parser": name, "shape": shape, "seconds": {}, "error": None}
+            for size in sizes:
+                try:
+                    row["seconds"][size] = best_seconds(PARSERS[name], texts[size], repeat, timeout)
+                except TimedOut:
+                    row["seconds"][size] = None
+                    break  # a larger size would time out too
+                except Exception as error:  # pylint: disable=broad-except  # a parser bug: shown, not fatal here
+                    row["seconds"][size] = None
+                    row["error"] = "%s: %s" % (type(error).__name__, str(error)[:80])
+                    break
+            rows.append(row)
+            print(_line(row, sizes), file=sys.stderr, flush=True)
+    return rows
+
+
+def _growth(row: dict, sizes: Sequence[int]) -> Optional[float]:
+    first, last = row["seconds"].get(sizes[0]), row["seconds"].get(sizes[-1])
+    if not first or last is None:
+        return None
+    return last / first
+
+
+def _cell(seconds: Optional[float], timeout: float, error: Optional[str] = None) -> str:
+    if error:
+        return "raised " + error.split(":")[0]
+    return "> %g (timeout)" % timeout if seconds is None else "%.4f" % seconds
+
+
+def _line(row: dict, sizes: Sequence[int], timeout: float = 0) -> str:
+    cells = ["%s=%s" % (_size_name(size), _cell(row["seconds"].get(size, None), timeout, row.get("error")))
+             for size in sizes if size in row["seconds"]]
+    growth = _growth(row, sizes)
+    return "%-9s %-23s %s%s" % (row["parser"], row["shape"], "  ".join(cells),
+                                "  growth x%.1f" % growth if growth is not None else "")
+
+
+def _size_name(size: int) -> str:
+    return "%g kB" % (size / KB) if size < 1000 * KB else "%g MB" % (size / KB / 1000)
+
+
+def markdown(rows: List[dict], sizes: Sequence[int], timeout: float) -> str:
+    head = "| parser | shape | " + " | ".join("CPU s, %s" % _size_name(size) for size in sizes) + " | growth |"
+    lines = [head, "|" + "---|" * (len(sizes) + 3)]
+    for row in rows:
+        growth = _growth(row, sizes)
+        cells = [_cell(row["seconds"].get(size), timeout, row["error"]) if size in row["seconds"] else "-"
+                 for size in sizes]
+        growth_text = "x%.1f" % growth if growth is not None else "-"
+        lines.append("| %s | %s | %s | %s |" % (row["parser"], row["shape"], " | ".join(cells), growth_text))
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--parser", action="append", choices=sorted(PARSERS), help="default: all")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="default: all")
+    parser.add_argument("--sizes", default=",".join(str(size) for size in DEFAULT_SIZES),
+                        help="characters of text, comma-separated, smallest first (default 100000,1000000)")
+    parser.add_argument("--repeat", type=int, default=3, help="parses per figure, the fastest counts (default 3)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="CPU seconds before one parse is given up (60)")
+    parser.add_argument("--target", type=float, default=1.0, help="CPU seconds allowed for the largest size (1.0)")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    rows = measure(args.parser or list(PARSERS), args.shape or list(SHAPES), sizes, args.repeat, args.timeout)
+    if args.markdown:
+        print(markdown(rows, sizes, args.timeout))
+    else:
+        print("\n".join(_line(row, sizes, args.timeout) for row in rows))
+    slow = [row for row in rows if row["seconds"].get(sizes[-1]) is None or row["seconds"][sizes[-1]] > args.target]
+    measured = [row["seconds"][sizes[-1]] for row in rows if row["seconds"].get(sizes[-1]) is not None]
+    print("%s: slowest %.4f CPU s for %s (target %.2f s); %d of %d over the target, timed out or raised" % (
+        "PASS" if not slow else "FAIL", max(measured, default=0.0), _size_name(sizes[-1]), args.target, len(slow),
+        len(rows)))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"sizes": sizes, "rows": rows}, handle, indent=1)
+    return 0 if not slow else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run a benchmark command so that a cancel leaves nothing running: the host side of "Cancel is clean".
+
+ansible-core's ``run_command`` starts the tool in the module's own process group and does not kill it
+when the module is interrupted, so a cancelled job left dd writing into a removed run directory. Here:
+
+* the command runs in a session (and process group) of its own, so the group can be killed as a
+  whole (fio's job processes, anything a tool forks) and nothing sent to the module's group hits it;
+* the child asks the kernel for SIGKILL when the module dies (``PR_SET_PDEATHSIG``): the safety net
+  when the module itself is SIGKILLed and cannot clean up;
+* while it runs, stdout and stderr are collected with ``poll``, and "watch" descriptors are polled
+  too: the module's stdout is the pipe to sshd, and when the controller goes away (ansible-playbook
+  cancelled, its ssh client killed) sshd closes the read end of that pipe, which ``poll`` reports as
+  ``POLLERR`` on the module's side - the module gets no signal at all in that case;
+* whatever interrupts the wait (that hangup, or an exception a signal handler raises), the group gets
+  SIGTERM, a short grace, then SIGKILL, and is reaped before the exception goes on to the caller's
+  teardown.
+
+Linux-first (``/proc``, ``prctl``), stdlib only, no Ansible imports: tests reach it with real processes.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import select
+import signal
+import stat
+import subprocess
+import time
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+PR_SET_PDEATHSIG = 1
+# How long a process group gets to end after SIGTERM before SIGKILL, and to be gone after SIGKILL.
+TERM_GRACE_S = 1.0
+KILL_WAIT_S = 10.0
+POLL_INTERVAL_S = 0.1
+# The signals the module turns into a cancel; a child starts with their default action again.
+CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+HANGUP_EVENTS = select.POLLERR | select.POLLHUP | select.POLLNVAL
+READ_EVENTS = select.POLLIN | select.POLLPRI | HANGUP_EVENTS
+
+
+class ControllerGone(Exception):
+    """A watched descriptor hung up (the controller went away); the process group is already killed and reaped."""
+
+
+class Completed(NamedTuple):
+    """How a command ended: rc (negative signal number when killed), its output, and its group's strays."""
+    rc: int
+    stdout: bytes
+    stderr: bytes
+    pid: int
+    strays: int     # processes the command left running in its group after it exited, killed by run()
+
+
+def _libc_prctl() -> Optional[Callable[..., int]]:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Loaded once in the parent: the child calls it between fork and exec.
+_PRCTL = _libc_prctl()
+
+
+def child_setup(parent_pid: int) -> Callable[[], None]:
+    """preexec_fn for the child (after start_new_session's setsid): die with the parent, default signals."""
+    def setup() -> None:
+        for signum in CANCEL_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent_pid:       # the parent died before the prctl: follow it now
+                os.kill(os.getpid(), signal.SIGKILL)
+    return setup
+
+
+def hangup_watch(fds: Sequence[int] = (1,)) -> List[int]:
+    """Which of fds (default: stdout) can tell that the reader went away: write ends of pipes. A file or a
+    terminal cannot, and a socket is not judged here; those are left out."""
+    watched = []
+    for fd in fds:
+        try:
+            mode = os.fstat(fd).st_mode
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) and flags & os.O_ACCMODE == os.O_WRONLY:
+            watched.append(fd)
+    return watched
+
+
+def hung_up(fds: Sequence[int]) -> List[int]:
+    """The fds among these whose peer is gone, without waiting."""
+    if not fds:
+        return []
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, 0)               # 0: only POLLERR / POLLHUP / POLLNVAL are reported
+    return [fd for fd, events in poller.poll(0) if events & HANGUP_EVENTS]
+
+
+def _stat_fields(pid: int) -> Optional[List[str]]:
+    """Fields of /proc/<pid>/stat after the command name (field 3, state, first); None when gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            text = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def group_members(pgid: int) -> List[int]:
+    """PIDs of the live (not zombie) processes of process group pgid, from /proc; without /proc, [pgid] while
+    the group can still be signalled. A zombie is dead: it holds no file and does no I/O."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:
+            return []
+        return [pgid]
+    members = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        if fields is None or len(fields) < 3:
+            continue
+        if fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(name))
+    return members
+
+
+def _reap(process: subprocess.Popen) -> None:
+    try:
+        process.wait(timeout=0)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def kill_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S, wait_s: float = KILL_WAIT_S) -> List[int]:
+    """SIGTERM to the process group of process, grace_s to end, SIGKILL to what is left, reap process and wait
+    (up to wait_s) until no live member remains. Returns the PIDs still alive then (stuck in the kernel)."""
+    pgid = process.pid
+    # No cancel signal may cut the kill short: they wait (blocked) until it is done.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CANCEL_SIGNALS)
+    try:
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while group_members(pgid) and time.monotonic() < deadline:
+            _reap(process)
+            time.sleep(0.02)
+        if group_members(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + wait_s
+        while True:
+            _reap(process)
+            left = group_members(pgid)
+            if not left or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        return group_members(pgid)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+    except PermissionError:     # a member changed user (bonnie++ -u): signal the leader at least
+        try:
+            os.kill(pgid, signum)
+        except OSError:
+            pass
+
+
+def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None, watch: Sequence[int] = (),
+        grace_s: float = TERM_GRACE_S) -> Completed:
+    """Run argv (no shell) in its own session; collect stdout and stderr; return when it has exited and its
+    group is empty. A hangup on a watched fd raises ControllerGone, any other exception raised while
+    waiting (a signal handler's) goes on unchanged - both only after the group was killed and reaped.
+    OSError when the command cannot be started."""
+    process = subprocess.Popen(list(argv), executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, preexec_fn=child_setup(os.getpid()))
+    chunks: Dict[int, List[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    try:
+        gone = _collect(process, chunks, list(watch))
+        if gone:
+            raise ControllerGone("the controller went away (fd %s hung up): %s was stopped"
+                                 % (",".join(str(fd) for fd in gone), " ".join(argv)))
+        strays = len(group_members(process.pid))
+        if strays:
+            kill_group(process, grace_s)
+    except BaseException:
+        kill_group(process, grace_s)
+        raise
+    finally:
+        process.stdout.close()
+        process.stderr.close()
+    out, err = (b"".join(chunks[fd]) for fd in chunks)
+    return Completed(process.returncode, out, err, process.pid, strays)
+
+
+def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int]) -> List[int]:
+    """Read the child's output until both pipes closed and the child exited; the watched fds that hung up (then
+    it stops at once), else []."""
+    poller = select.poll()
+    open_pipes = set(chunks)
+    for fd in open_pipes:
+        poller.register(fd, READ_EVENTS)
+    for fd in watch:
+        poller.register(fd, 0)
+    exited_at = None
+    while True:
+        for fd, events in poller.poll(POLL_INTERVAL_S * 1000):
+            if fd in open_pipes:
+                data = os.read(fd, 65536) if events & (select.POLLIN | select.POLLPRI | select.POLLHUP) else b""
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    open_pipes.discard(fd)
+            elif events & HANGUP_EVENTS:
+                return [fd]
+        if process.poll() is not None:
+            if not open_pipes:
+                return []
+            # A process the command left behind still holds its pipes: stop reading after a moment.
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > 1.0:
+                return []

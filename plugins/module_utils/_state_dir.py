@@ -1,0 +1,340 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The quiesce state directory of a host and the small JSON files in it, pure Python (no Ansible imports).
+
+    StateDir(path, create)        a private directory (0700, ours, no symlink), opened once; every file in it is
+                                  opened relative to that directory descriptor with O_NOFOLLOW
+    StateDir.write(name, doc)     atomic: an unpredictable temporary name opened O_CREAT|O_EXCL|O_NOFOLLOW,
+                                  fsync, rename, fsync of the directory
+    StateDir.mutex()              flock serialising read-decide-write between module calls on the host
+    renewed_lock(...)             the lock with its lease renewed by a benchmark step of the same run
+    remember_write_cache(...)     the original write-cache setting of a disk, recorded once, before the first toggle
+    runs_reusing(...)             a run id already used by another run (the runs file keeps the last ones)
+
+Used by the quiesce module (lock, state, runs, write-cache restore) and by bench_facts (lease renewal, write-cache
+originals). Errors raise QuiesceError with what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import pwd
+import secrets
+import stat
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from ._quiesce import QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, same_run, utc_iso
+
+WRITE_CACHE_NAME = "write-cache.json"
+WRITE_CACHE_KIND = "diskproof-write-cache"
+RUNS_NAME = "quiesce-runs.json"
+RUNS_KIND = "diskproof-quiesce-runs"
+RUNS_KEPT = 200
+DEFAULT_LEASE_S = 43200
+MUTEX_TIMEOUT_S = 30
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+def _user(uid: int) -> str:
+    try:
+        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
+    except KeyError:
+        return "uid %d" % uid
+
+
+def _fix(path: str, euid: int) -> str:
+    try:
+        owner = pwd.getpwuid(euid).pw_name
+    except KeyError:
+        owner = str(euid)
+    return ("make it private to %s (chown %s:%s %s; chmod 0700 %s) after checking nobody else tampered with it, "
+            "or set quiesce_state_dir to another directory" % (owner, owner, owner, path, path))
+
+
+def dir_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
+    """Why `path` (lstat/fstat `info`) cannot be the state directory, or None: it must be a real directory owned by
+    the user running diskproof and writable by nobody else (others could swap the lock or the state files)."""
+    if stat.S_ISLNK(info.st_mode):
+        return "the state directory %s is a symbolic link: give the real directory" % path
+    if not stat.S_ISDIR(info.st_mode):
+        return "the state directory %s is not a directory" % path
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != euid:
+        return "the state directory %s is owned by %s (mode %04o), not by %s that runs diskproof: %s" % (
+            path, _user(info.st_uid), mode, _user(euid), _fix(path, euid))
+    if mode & _WRITABLE_BY_OTHERS:
+        return "the state directory %s (owner %s) has mode %04o (group- or world-writable): %s" % (
+            path, _user(info.st_uid), mode, _fix(path, euid))
+    return None
+
+
+def parent_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
+    """A parent of the state directory must be owned by root or us and not writable by others, unless sticky
+    (/tmp): otherwise someone else could rename the state directory away and put their own in its place."""
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid not in (0, euid):
+        return "%s, a parent of the state directory, is owned by %s (mode %04o): choose a state directory whose " \
+               "parents belong to root" % (path, _user(info.st_uid), mode)
+    if mode & _WRITABLE_BY_OTHERS and not mode & stat.S_ISVTX:
+        return "%s, a parent of the state directory, has mode %04o (writable by others, no sticky bit): choose " \
+               "another state directory or chmod go-w %s" % (path, mode, path)
+    return None
+
+
+class StateDir:
+    """The state directory, opened once (O_DIRECTORY|O_NOFOLLOW) and checked with fstat; files inside are opened
+    relative to it. `create` makes a missing directory with mode 0700 (parents 0755)."""
+
+    def __init__(self, path: str, create: bool = False, euid: Optional[int] = None) -> None:
+        self.path = os.path.abspath(path)
+        self.euid = os.geteuid() if euid is None else euid
+        self.fd: Optional[int] = None
+        self.exists = False
+        self._open(create)
+
+    def _open(self, create: bool) -> None:
+        parent = os.path.dirname(self.path)
+        if create and not os.path.lexists(self.path):
+            os.makedirs(parent, 0o755, exist_ok=True)
+            try:
+                os.mkdir(self.path, 0o700)
+            except FileExistsError:
+                pass
+        current = parent
+        while True:
+            problem = parent_problem(current, os.stat(current), self.euid)
+            if problem:
+                raise QuiesceError(problem)
+            if current == os.path.dirname(current):
+                break
+            current = os.path.dirname(current)
+        try:
+            self.fd = os.open(self.path, _DIR_FLAGS)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(self.path):
+                raise QuiesceError(dir_problem(self.path, os.lstat(self.path), self.euid) or str(error))
+            raise QuiesceError("cannot open the state directory %s: %s" % (self.path, error))
+        problem = dir_problem(self.path, os.fstat(self.fd), self.euid)
+        if problem:
+            self.close()
+            raise QuiesceError(problem)
+        self.exists = True
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "StateDir":
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    def path_of(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _need(self) -> int:
+        if self.fd is None:
+            raise QuiesceError("the state directory %s does not exist" % self.path)
+        return self.fd
+
+    def read_text(self, name: str) -> Optional[str]:
+        """The text of a regular file in the directory, None when absent; never follows a symlink."""
+        try:
+            descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=self._need())
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise QuiesceError("cannot read %s: %s (a symbolic link is never followed here)"
+                               % (self.path_of(name), error))
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != self.euid:
+                raise QuiesceError("%s is not a regular file owned by %s: remove it"
+                                   % (self.path_of(name), _user(self.euid)))
+            return handle.read().decode("utf-8", "replace")
+
+    def read(self, name: str, parser: Any) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """(document or None, error message or None)."""
+        try:
+            text = self.read_text(name)
+        except QuiesceError as error:
+            return None, str(error)
+        if text is None:
+            return None, None
+        try:
+            return parser(text, self.path_of(name)), None
+        except QuiesceError as error:
+            return None, str(error)
+
+    def write(self, name: str, document: Mapping[str, Any]) -> None:
+        """Atomically replace `name`: a new file with an unpredictable name (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), written
+        and fsynced, renamed over `name`, then the directory fsynced."""
+        directory = self._need()
+        data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        temporary = ".%s.%s.tmp" % (name, secrets.token_hex(8))
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=directory)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(descriptor, view):]
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+        os.fsync(directory)
+
+    def remove(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self._need())
+        except FileNotFoundError:
+            return
+        os.fsync(self._need())
+
+    @contextlib.contextmanager
+    def mutex(self, timeout_s: float = MUTEX_TIMEOUT_S) -> Iterator[None]:
+        descriptor = os.open(MUTEX_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=self._need())
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise QuiesceError("another diskproof call on this host kept %s locked for %d s"
+                                           % (self.path_of(MUTEX_NAME), timeout_s))
+                    time.sleep(0.1)
+            yield
+        finally:
+            os.close(descriptor)
+
+
+# --------------------------------------------------------------------------------------------
+# the lease, renewed by the benchmark steps of the run that holds the lock
+
+
+def renewed_lock(lock: Optional[Mapping[str, Any]], run_id: str, now: float, pid: int, pid_start: Optional[int],
+                 where: str) -> Dict[str, Any]:
+    """The lock with `updated`, `expires` (now + its lease) and the host process (this step, so the lock counts as
+    held while it runs) renewed. QuiesceError when the lock is not this run's any more."""
+    if lock is None:
+        raise QuiesceError("no quiesce lock in %s, but this step belongs to run %s, which should hold it: another run "
+                           "or a restore released it; re-run the whole play" % (where, run_id))
+    if lock.get("run_id") != run_id:
+        raise QuiesceError("the quiesce lock in %s is held by run %s, not by this run (%s): another run took the host "
+                           "over (its lease ran out, or it was forced); measuring now would compete with it. Re-run "
+                           "once that run is over" % (where, lock.get("run_id"), run_id))
+    lease = lock.get("lease_s")
+    lease = lease if isinstance(lease, int) and not isinstance(lease, bool) and lease > 0 else DEFAULT_LEASE_S
+    renewed = dict(lock)
+    renewed.update(updated=utc_iso(now), expires=utc_iso(now + lease))
+    renewed["host"] = dict(lock.get("host") or {}, pid=pid, pid_start=pid_start)
+    return renewed
+
+
+def renew_lease(state: StateDir, run_id: str, pid: int, pid_start: Optional[int]) -> Dict[str, Any]:
+    with state.mutex():
+        lock, error = state.read(LOCK_NAME, parse_lock)
+        if error:
+            raise QuiesceError(error)
+        renewed = renewed_lock(lock, run_id, time.time(), pid, pid_start, state.path)
+        state.write(LOCK_NAME, renewed)
+    return renewed
+
+
+# --------------------------------------------------------------------------------------------
+# write-cache originals
+
+
+def new_write_cache_doc() -> Dict[str, Any]:
+    return {"schema": SCHEMA, "kind": WRITE_CACHE_KIND, "devices": {}}
+
+
+def parse_write_cache_doc(text: str, what: str = WRITE_CACHE_NAME) -> Dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise QuiesceError("%s is not valid JSON (%s)" % (what, error))
+    if not isinstance(document, dict) or document.get("kind") != WRITE_CACHE_KIND or document.get("schema") != SCHEMA:
+        raise QuiesceError("%s is not a diskproof write-cache record (kind %s, schema 1)" % (what, WRITE_CACHE_KIND))
+    devices = document.get("devices")
+    if not isinstance(devices, dict) or not all(isinstance(entry, dict) and isinstance(entry.get("enabled"), bool)
+                                                for entry in devices.values()):
+        raise QuiesceError("%s has no valid devices map (device -> {enabled: true|false, ...})" % what)
+    return document
+
+
+def remember_write_cache(document: Dict[str, Any], device: str, enabled: bool, method: str, transport: str,
+                         run_id: Optional[str], now: float, wwid: Optional[str]) -> Tuple[Dict[str, Any], bool]:
+    """(the entry that holds the original, whether it was added now). An entry already there is never replaced: it
+    was recorded before an earlier toggle that was not undone (a killed step), so it is the real original."""
+    devices = document.setdefault("devices", {})
+    if device in devices:
+        return devices[device], False
+    devices[device] = {"enabled": enabled, "method": method, "transport": transport, "recorded": utc_iso(now),
+                       "run_id": run_id, "wwid": wwid}
+    return devices[device], True
+
+
+def read_wwid(device: str, sys_root: str = "/sys") -> Optional[str]:
+    """The disk's world-wide id as the kernel shows it (ATA/SCSI/NVMe), None when it has none."""
+    try:
+        with open(os.path.join(sys_root, "block", device, "device", "wwid")) as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# run ids already used on this host
+
+
+def new_runs_doc() -> Dict[str, Any]:
+    return {"schema": SCHEMA, "kind": RUNS_KIND, "runs": []}
+
+
+def parse_runs_doc(text: str, what: str = RUNS_NAME) -> Dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise QuiesceError("%s is not valid JSON (%s)" % (what, error))
+    if not isinstance(document, dict) or document.get("kind") != RUNS_KIND \
+            or not isinstance(document.get("runs"), list):
+        raise QuiesceError("%s is not a diskproof list of runs (kind %s)" % (what, RUNS_KIND))
+    return document
+
+
+def runs_reusing(document: Mapping[str, Any], run_id: str, controller: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Earlier runs that used `run_id` from another controller process: a second run given the same id."""
+    return [entry for entry in document.get("runs", []) if isinstance(entry, dict) and entry.get("run_id") == run_id
+            and not same_run(controller, entry.get("controller") or {})]
+
+
+def record_run(document: Dict[str, Any], run_id: str, controller: Mapping[str, Any], now: float) -> bool:
+    """Add this run (once); keep the last RUNS_KEPT. True when the document changed."""
+    runs = document.setdefault("runs", [])
+    if any(isinstance(entry, dict) and entry.get("run_id") == run_id for entry in runs):
+        return False
+    keys = ("host", "user", "pid", "pid_start", "boot_id", "pid_ns")
+    runs.append({"run_id": run_id, "first_seen": utc_iso(now),
+                 "controller": {key: controller.get(key) for key in keys}})
+    del runs[:-RUNS_KEPT]
+    return True
