@@ -462,6 +462,48 @@ def plan_fence(pid: int, token: str, cgroup_root: str = CGROUP_ROOT, proc_cgroup
     return layout
 
 
+def stale_fences(home: str, alive: Callable[[int], bool]) -> List[str]:
+    """Fence cgroups under ``home`` whose module is gone (SIGKILLed, OOM-killed: it could not remove its own).
+
+    A fence is named ``diskproof-<module pid>-<token>``; one whose pid no longer runs is stale. Removing it
+    is an rmdir, which the kernel refuses while any process is still inside, so a live fence is never hit.
+    """
+    try:
+        names = os.listdir(home)
+    except OSError:
+        return []
+    stale = []
+    for name in sorted(names):
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != FENCE_PREFIX or not parts[1].isdigit():
+            continue
+        if not alive(int(parts[1])) and os.path.isdir(os.path.join(home, name)):
+            stale.append(os.path.join(home, name))
+    return stale
+
+
+def remove_stale_fences(home: str, alive: Callable[[int], bool]) -> Tuple[List[str], List[str]]:
+    """(removed, problems): rmdir every stale fence under ``home``."""
+    removed, problems = [], []
+    for path in stale_fences(home, alive):
+        try:
+            os.rmdir(path)
+            removed.append(path)
+        except OSError as error:
+            problems.append("stale cache fence cgroup %s not removed (%s)" % (path, error))
+    return removed, problems
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w") as handle:
         handle.write(text)

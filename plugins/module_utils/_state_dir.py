@@ -28,6 +28,7 @@ import stat
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from ._paths import component_problem
 from ._quiesce import QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, same_run, utc_iso
 
 WRITE_CACHE_NAME = "write-cache.json"
@@ -77,15 +78,10 @@ def dir_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
 
 def parent_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
     """A parent of the state directory must be owned by root or us and not writable by others, unless sticky
-    (/tmp): otherwise someone else could rename the state directory away and put their own in its place."""
-    mode = stat.S_IMODE(info.st_mode)
-    if info.st_uid not in (0, euid):
-        return "%s, a parent of the state directory, is owned by %s (mode %04o): choose a state directory whose " \
-               "parents belong to root" % (path, _user(info.st_uid), mode)
-    if mode & _WRITABLE_BY_OTHERS and not mode & stat.S_ISVTX:
-        return "%s, a parent of the state directory, has mode %04o (writable by others, no sticky bit): choose " \
-               "another state directory or chmod go-w %s" % (path, mode, path)
-    return None
+    (/tmp): otherwise someone else could rename the state directory away and put their own in its place. The
+    rule is the one every target path follows (_paths.component_problem)."""
+    problem = component_problem(path, info, frozenset((0, euid)))
+    return None if problem is None else "a parent of the state directory: %s" % problem
 
 
 class StateDir:

@@ -1328,6 +1328,13 @@ class Job:
                              % (commands.tool, self.device, shlex.join(commands.off)))
 
     def enter_fence(self):
+        # A module SIGKILLed inside its fence (OOM, kill -9) could not remove it: the next fenced job does.
+        removed, problems = _run.remove_stale_fences(self.fence_layout.home, _run.pid_alive)
+        if removed:
+            self.warn("removed %d cache fence cgroup(s) left by a module that was killed: %s"
+                      % (len(removed), ", ".join(removed)))
+        for problem in problems:
+            self.warn(problem)
         self.fence = _run.CacheFence(self.fence_layout, self.params["cache_fence_bytes"], os.getpid())
         try:
             self.fence.create()

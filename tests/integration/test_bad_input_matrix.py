@@ -73,7 +73,7 @@ COMMON = {
 # partition table, partitions added), raw-ext4 (an ext4 signature, not mounted). Placeholders in host
 # vars: {path} the host's disk directory, {device} its disk's device node, {image} the backing file of
 # its disk (loop devices are allow-listed by loop:<backing file>), {other_image} another disk's.
-# Files: "dir:NAME" or "file:NAME" below DISK.
+# Files: "dir:NAME" or "file:NAME" below DISK, "mode0777:NAME" makes that directory writable by everyone.
 HOST_CASES: List[Tuple[str, str, Dict[str, Any], List[str], List[str]]] = [
     (CONTROL, "fs", {"benchmark_tests": ["dd_seq_write"]}, [], []),
     # block sizes
@@ -140,7 +140,7 @@ HOST_CASES: List[Tuple[str, str, Dict[str, Any], List[str], List[str]]] = [
     ("raw-mode-on-a-path", "fs", {"diskproof_targets": [{"path": "{path}", "mode": "raw_write"}]}, [],
      ["mode raw_write does not go with path"]),
     ("unknown-target-key", "fs", {"diskproof_targets": [{"path": "{path}", "size": "1G"}]}, [],
-     ["diskproof_targets.size. Supported parameters include: device, mode, path"]),
+     ["diskproof_targets.size. Supported parameters include: allow_non_disk, device, mode, path"]),
     ("empty-targets", "fs", {"diskproof_targets": []}, [],
      ["diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got []"]),
     ("same-target-twice", "fs", {"diskproof_targets": [{"path": "{path}"}, {"path": "{path}/"}]}, [],
@@ -168,6 +168,24 @@ HOST_CASES: List[Tuple[str, str, Dict[str, Any], List[str], List[str]]] = [
                               "diskproof_destructive": True, "diskproof_destructive_allow": ["loop:{image}"]}, [],
      ["3 refusal(s)", "(requested raw_write) mounted:", "/srv/diskproof/d0 (loop", "(requested raw_write) busy:",
       "(requested raw_write) signature:"]),
+    # production-host safety (issue 14): a path others can swap, targets sharing one filesystem, a state
+    # directory others can write, an allow-list entry bound to another host
+    ("target-below-a-world-writable-directory", "fs", {"diskproof_targets": [{"path": "{path}/open/t"}]},
+     ["dir:open/t", "mode0777:open"],
+     ["directory /srv/diskproof/d0/open is group and world-writable without the sticky bit",
+      "chmod go-w /srv/diskproof/d0/open"]),
+    ("targets-sharing-one-filesystem-too-small", "fs",
+     {"diskproof_targets": [{"path": "{path}/a"}, {"path": "{path}/b"}], "diskproof_memory_bytes": 32 * MIB,
+      "diskproof_cache_fence_bytes": 32 * MIB},
+     ["dir:a", "dir:b"],
+     ["not enough free space on the filesystem mounted at /srv/diskproof/d0",
+      "holding the targets /srv/diskproof/d0/a, /srv/diskproof/d0/b"]),
+    ("state-dir-writable-by-others", "fs", {"quiesce_state_dir": "{path}/state"}, ["dir:state", "mode0777:state"],
+     ["the state directory /srv/diskproof/d0/state", "has mode 0777 (group- or world-writable)"]),
+    ("allow-list-entry-bound-to-another-host", "raw", {"diskproof_targets": [{"device": "{device}", "mode": "raw_write"}],
+                                                       "diskproof_destructive": True,
+                                                       "diskproof_destructive_allow": ["badin-elsewhere:loop:{image}"]},
+     [], ["1 refusal(s)", "(requested raw_write) not_allow_listed:", "entries HOST:... count only on host badin-"]),
     # other names that reach commands
     ("bonnie-user-with-metacharacters", "fs", {"benchmark_bonnie_user": "nobody;rm -rf /"}, [],
      ["bonnie_user must be a plain user name, got 'nobody;rm -rf /'"]),
@@ -370,6 +388,8 @@ def matrix(tmp_path_factory):
                 target = badin.filesystems[host] / name
                 if kind_of == "dir":
                     target.mkdir(parents=True)
+                elif kind_of == "mode0777":
+                    target.chmod(0o777)
                 else:
                     target.write_text("not a directory\n")
         # cron runs on every host, as on a real one: the quiesce role stops it and must restore it.

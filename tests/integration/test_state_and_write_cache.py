@@ -89,9 +89,14 @@ def run_playbook(tmp_path: Path, name: str, *extra: str, playbook: Path = PLAYBO
 
 
 def install_stand_ins() -> None:
-    """STAND-IN hdparm on the host's PATH and the STAND-IN ATA disk sdq in its /sys/block (its namespace only)."""
-    on_, off, set_off = (RUN_FIXTURES / name for name in ("hdparm-W-on-ceph.txt", "hdparm-W-off-ceph.txt",
-                                                          "hdparm-W0-ceph.txt"))
+    """STAND-IN hdparm on the host's PATH and the STAND-IN ATA disk sdq in its /sys/block (its namespace only).
+    The real hdparm outputs it prints are copied to the host: a lab host has its own /tmp, so a checkout
+    under /tmp (CI's clean clone) is not visible there."""
+    for name in ("hdparm-W-on-ceph.txt", "hdparm-W-off-ceph.txt", "hdparm-W0-ceph.txt"):
+        text = (RUN_FIXTURES / name).read_text().rstrip("\n") + "\n"
+        must("mkdir -p %s && cat > %s/%s <<'EOF'\n%sEOF" % (STANDIN, STANDIN, name, text))
+    names = ("hdparm-W-on-ceph.txt", "hdparm-W-off-ceph.txt", "hdparm-W0-ceph.txt")
+    on_, off, set_off = ("%s/%s" % (STANDIN, name) for name in names)
     script = ("#!/bin/sh\n# STAND-IN for hdparm (tests/integration/test_state_and_write_cache.py)\n"
               'echo "$*" >> %s/log\n' % STANDIN
               + 'case "$1" in\n'
@@ -181,7 +186,11 @@ def test_sigkill_mid_commit_rate_then_restore_yml_puts_back_the_original(qstate_
     process = run_playbook(tmp_path, "killed", extra, background=True)
     fio = []
     try:
-        module, _tools = wait_for("bench_facts running fio", step_and_tool, 120)
+        def running():
+            assert process.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]   # ended early: say why
+            return step_and_tool()
+
+        module, _tools = wait_for("bench_facts running fio", running, 120)
         wait_for("the stand-in cache off", lambda: must("cat %s/cache" % STANDIN).strip() == "0", 60)
         recorded = read_json(STATE_DIR + "/write-cache.json")
         assert recorded["devices"][DEVICE]["enabled"] is True, recorded

@@ -640,8 +640,8 @@ def test_state_dir_problems(mode, uid, problem):
 @pytest.mark.parametrize(("mode", "uid", "problem"), [
     (0o040755, 0, None),
     (0o041777, 0, None),                  # /tmp: writable by all, but sticky
-    (0o040777, 0, "writable by others, no sticky bit"),
-    (0o040755, 1000, "is owned by uid 1000"),
+    (0o040777, 0, "a parent of the state directory: directory /p is group and world-writable without the sticky bit"),
+    (0o040755, 1000, "a parent of the state directory: directory /p is owned by uid 1000"),
 ])
 def test_state_dir_parent_problems(mode, uid, problem):
     found = sd.parent_problem("/p", StatOf(mode, uid), 0)

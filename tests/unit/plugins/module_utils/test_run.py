@@ -5,6 +5,8 @@ import copy
 import errno
 import os
 import statistics
+import subprocess
+import time
 
 import pytest
 
@@ -451,6 +453,55 @@ def test_cache_fence_remove_retries_while_busy(monkeypatch, tmp_path):
     assert fence.remove() == []
     assert len(calls) == 3
     assert fence.peak_bytes is None
+
+
+def test_stale_fences_are_those_whose_module_pid_is_gone(tmp_path):
+    for name in ("diskproof-100-aa", "diskproof-200-bb", "diskproof-x-cc", "other-100-aa", "diskproof-300"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "diskproof-400-dd").write_text("a file, not a cgroup")
+    stale = _run.stale_fences(str(tmp_path), alive=lambda pid: pid == 200)
+    assert stale == [str(tmp_path / "diskproof-100-aa")]
+    assert _run.stale_fences(str(tmp_path / "missing"), alive=lambda pid: False) == []
+
+
+def _dead_pid():
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.isfile("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+                    reason="needs root and the cgroup v1 memory controller")
+def test_remove_stale_fences_removes_a_real_dead_modules_cgroup_and_keeps_a_live_one():
+    """Real memory cgroups beside this process's own (where bench_facts puts its fence): the one named after a
+    pid that has ended goes, the one named after this live process stays, one holding a process stays."""
+    layout = _run.plan_fence(os.getpid(), "probe")
+    home = layout.home
+    dead = os.path.join(home, _run.fence_name(_dead_pid(), "dead"))
+    live = os.path.join(home, _run.fence_name(os.getpid(), "live"))
+    sleeper = subprocess.Popen(["sleep", "30"])
+    busy = os.path.join(home, _run.fence_name(_dead_pid(), "busy"))
+    try:
+        for path in (dead, live, busy):
+            os.mkdir(path)
+        with open(os.path.join(busy, "cgroup.procs"), "w") as handle:
+            handle.write("%d\n" % sleeper.pid)
+        removed, problems = _run.remove_stale_fences(home, _run.pid_alive)
+        assert removed == [dead]
+        assert not os.path.exists(dead) and os.path.isdir(live) and os.path.isdir(busy)
+        assert len(problems) == 1 and busy in problems[0], problems
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for path in (dead, live, busy):
+            for _attempt in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------------------------- workdir

@@ -497,6 +497,28 @@ def test_cache_fence_bounds_the_page_cache_for_real(capsys):
         shutil.rmtree(base)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.isfile("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+                    reason="needs root and the cgroup v1 memory controller")
+def test_a_fenced_job_removes_the_fence_a_killed_module_left(capsys):
+    """A module SIGKILLed inside its fence leaves an empty cgroup named after its pid (the kernel keeps it):
+    a real one is made here for a pid that has ended, and the next fenced job removes it and says so."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    home = _run.plan_fence(os.getpid(), "probe").home
+    left = os.path.join(home, _run.fence_name(dead.pid, "0badf00d"))
+    os.mkdir(left)
+    try:
+        argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "count=1"]
+        code, result = run_module(capsys, argv=argv, direction="read", cache_fence_bytes=1 << 26)
+        assert code == 0, result.get("msg")
+        assert not os.path.exists(left)
+        assert any("removed 1 cache fence cgroup(s) left by a module that was killed: %s" % left in warning
+                   for warning in records(result)[0]["warnings"]), records(result)[0]["warnings"]
+    finally:
+        if os.path.isdir(left):
+            os.rmdir(left)
+
+
 def test_cache_fence_needs_a_memory_cgroup(capsys, monkeypatch):
     def none(pid, token, cgroup_root=None, proc_cgroup=None):
         raise _run.RunError("no memory cgroup controller: neither ...")
