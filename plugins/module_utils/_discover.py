@@ -813,17 +813,6 @@ def transport(node: Dict[str, Any]) -> Optional[str]:
 BlockDev = Callable[[str], Optional[str]]
 
 
-def _mount_for_path(mounts: Sequence[Dict[str, str]], path: str) -> Optional[Dict[str, str]]:
-    """The mount holding an absolute, resolved path (the last of the longest matching mount points)."""
-    best = None
-    for mount in mounts:
-        point = mount["mount_point"]
-        if path == point or path.startswith(point.rstrip("/") + "/"):
-            if best is None or len(point) >= len(best["mount_point"]):
-                best = mount
-    return best
-
-
 class HostView:
     """lsblk topology + mounts + swap + fstab: which device each mount, swap area and fstab line uses.
 
@@ -887,7 +876,7 @@ class HostView:
         kname = self.topology.kname_for(maj_min)
         if kname is not None:
             return kname
-        mount = _mount_for_path(self.mounts, path)
+        mount = _filesystems.mount_for_path(self.mounts, path)
         return self.node_for_mount(mount) if mount is not None else None
 
     def fstab_entries_for(self, knames: Sequence[str], ids: Dict[str, Dict[str, Optional[str]]]) -> List[str]:

@@ -261,13 +261,13 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _filesystems, _paths, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _filesystems, _paths, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
 
 
-MARKER = ".diskproof-run"
+MARKER = _cancel.NOTE
 
 
 def utc_now():
@@ -458,26 +458,6 @@ def raw_target_facts(module, index, target, identities, classes):
     )
 
 
-def read_note(run_dir):
-    """The key: value lines of a run directory's note (after its first line), or None without a plain-file note."""
-    try:
-        handle = os.open(os.path.join(run_dir, MARKER), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
-            return None
-        text = os.read(handle, 4096).decode("utf-8", "replace")
-    finally:
-        os.close(handle)
-    fields = {}
-    for line in text.splitlines()[1:]:
-        key, separator, value = line.partition(":")
-        if separator:
-            fields[key.strip()] = value.strip()
-    return fields
-
-
 def remove_leftovers(module, targets, run_ids):
     """Remove the run directories the aborted runs run_ids left on this host's directory targets: only directories
     (not symlinks, on the target's filesystem) whose note names this host and one of those lock run ids."""
@@ -501,7 +481,7 @@ def remove_leftovers(module, targets, run_ids):
                 continue
             if not name.startswith("diskproof-") or not stat.S_ISDIR(info.st_mode) or info.st_dev != device:
                 continue
-            note = read_note(run_dir)
+            _first_line, note = _cancel.read_note(run_dir) or (None, None)
             if not note or note.get("host") != host or note.get("lock_run_id") not in run_ids:
                 continue
             problems = _run.remove_tree(run_dir, (info.st_dev, info.st_ino))
