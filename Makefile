@@ -15,11 +15,11 @@ SANITY_ROOT := /tmp/diskproof-sanity/ansible_collections/diskproof/fleet
 ANSIBLE_TEST_PIP_STANDIN := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,
-# ext4), udevadm for the evidence bundle (a minimal Debian 12 lacks it), what the venv needs, and
-# Chromium for the report.html test.
+# ext4, systemd-nspawn for its systemd hosts), udevadm for the evidence bundle (a minimal Debian
+# 12 lacks it), what the venv needs, and Chromium for the report.html test.
 APT_PACKAGES := openssh-server openssh-client fio sysbench bonnie++ ioping smartmontools cron \
 	iproute2 util-linux fdisk e2fsprogs nvme-cli udev coreutils python3 python3-venv rsync git \
-	chromium
+	systemd-container chromium
 
 DEMO_SPEC := lab/rack6.yml
 DEMO_LAB := rack6

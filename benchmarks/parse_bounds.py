@@ -36,7 +36,7 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path)
-    bonnie, dd, fio, ioping, parse_output, sysbench, units)
+    bonnie, dd, fio, fio_text, ioping, parse_output, sysbench, units)
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError  # noqa: E402
 
@@ -66,6 +66,25 @@ BONNIE_CSV = ("1.98,2.00a,lab-loop3,1,1795324197,128M,,8192,5,1589,90,19287,5,20
               ",,,,,,,,8510us,4080us,89082us,10887us,101ms,105ms,,,,,,")
 
 
+# Real fio normal and terse output (tests/fixtures/fio/fio333-normal-randrw-70-30.txt, shortened; fio333-terse-v3.txt)
+FIO_TEXT_JOB = (
+    "randrw-70-30: (groupid=0, jobs=1): err= 0: pid=23195: Wed Nov 25 23:38:35 2026\n"
+    "  read: IOPS=8462, BW=33.1MiB/s (34.7MB/s)(66.1MiB/2001msec)\n"
+    "    clat (usec): min=33, max=14568, avg=101.24, stdev=415.41\n"
+    "     lat (usec): min=33, max=14568, avg=101.27, stdev=415.41\n"
+    "    clat percentiles (usec):\n"
+    "     |  1.00th=[   37],  5.00th=[   39], 10.00th=[   40], 20.00th=[   42],\n"
+    "     | 99.00th=[ 1876], 99.50th=[ 2835], 99.90th=[ 5932], 99.95th=[ 7504],\n"
+    "  write: IOPS=3592, BW=14.0MiB/s (14.7MB/s)(28.1MiB/2001msec); 0 zone resets\n"
+    "    clat (nsec): min=1952, max=61132, avg=3431.43, stdev=2396.06\n"
+    "     issued rwts: total=16934,7188,0,0 short=0,0,0,0 dropped=0,0,0,0\n"
+    "fio: pid=1, err=7/file:io_u.c:1845, func=io_u error, error=x\n")
+FIO_TERSE_LINE = ("3;fio-3.33;randread-terse;0;0;50820;50769;12692;1001;0;0;0.000000;0.000000;24;11119;76.893548;"
+                  "278.615815;" + "50.000000%=45;" * 20 + "24;11119;76.912500;278.619539;" + "0;" * 5 + "0;0;0;0;"
+                  + "0;0;0.000000;0.000000;" * 2 + "0%=0;" * 20 + "0;0;0.000000;0.000000;" + "0;" * 5 + "1%;" * 34
+                  + "vda;1;2;3;4;5;6;7;8%\n")
+
+
 def fio_jobs_and_noise(size: int) -> str:
     """fio messages (half the text), then one JSON object of failed jobs (error 5, no err=5 line)."""
     noise = repeat_to(size // 2, "fio: pid=1, err=7/file:io_u.c:1845, func=io_u error, error=x\n")
@@ -90,6 +109,13 @@ SHAPES: Dict[str, Callable[[int], str]] = {
     "dd_near_miss": lambda size: repeat_to(
         size, "1048576 bytes (1.0 MB, 1.0 MiB) copied, 0,5.5 s, 2.1 GB/\n", "12+0 records in\n",
         "0 bytes transferred in 1 secs (\n", "1 bytes (((1 kB) copied, 1 s, 1 kB/s\n", "dd: \n"),
+    # shell transcripts: dd command lines (dd reads each as the next run's command), chained and quoted
+    "dd_commands": lambda size: repeat_to(
+        size, "$ sync; dd if=/dev/zero of=t bs=1M count=1; sync\n", "+ dd if=a of=b iflag=direct\n",
+        "user@h:~$ sudo sh -c \"dd if='/a b' of=/dev/null\" | dd of=c 2>&1 < d\n", "1+0 records in\n",
+        "dd " + "if=x " * 2000 + "\n", 'dd if=" ;dd ' * 3000 + "\n", "dd 'if=" + "x" * 20000 + "\n"),
+    # one line of dd words, each ending its command: the rest of the line must not be copied per word
+    "dd_words_one_line": lambda size: repeat_to(size - 1, "dd if=a;", "dd \"", " dd '") + "x",
     "fio_near_miss": lambda size: repeat_to(
         size, '{"fio version" : "fio-3.33", "jobs" : [\n', '  "jobs" :\n', "fio: pid=1, err=5/file:io_u.c\n"),
     "sysbench_near_miss": lambda size: repeat_to(
@@ -118,6 +144,14 @@ SHAPES: Dict[str, Callable[[int], str]] = {
     "ioping_blocks_messages": lambda size: repeat_to(size, IOPING_BLOCK, "ioping: message\n" * 10),
     "bonnie_csv_errors": lambda size: repeat_to(size, BONNIE_CSV + "\n", "Can't write block.\n" * 10),
     "fio_jobs_noise": fio_jobs_and_noise,
+    # fio normal and terse output: many jobs (each its messages), and near misses of their lines
+    "fio_text_jobs": lambda size: repeat_to(size, FIO_TEXT_JOB),
+    "fio_terse_lines": lambda size: repeat_to(size, FIO_TERSE_LINE),
+    "fio_text_near_miss": lambda size: repeat_to(
+        size, "x: (groupid=0, jobs=1): err= 0: pid=1\n", "  read: IOPS=1, BW=(1)(((((((\n",
+        "  read : io=1KB, bw=, iops=1 , runt=1\n", "    clat (usec): min=1k, max=\n",
+        "    clat percentiles (usec):\n", "     | " + "1.00th=[" * 200 + "\n", "     | " + "9" * 3000 + "th=[1]\n",
+        " " * 5000 + "x: (groupid=\n", "Run status group 0 (all jobs):\n", "   READ: bw=" + ", io=1" * 300 + "\n"),
 }
 
 
@@ -135,6 +169,7 @@ def _units(text: str) -> None:
 PARSERS: Dict[str, Callable[[str], object]] = {
     "dd": dd.parse,
     "fio": fio.parse,
+    "fio_text": fio_text.parse,
     "sysbench": sysbench.parse,
     "bonnie": bonnie.parse,
     "ioping": ioping.parse,

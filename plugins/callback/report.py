@@ -21,7 +21,8 @@ description:
   - "Verdicts, worst first (the precedence when several apply; every finding is kept in the
     report): C(error) (the record carries an error); C(not_measured) (host unreachable, a task
     failed without producing a record, or the host produced no record); C(invalid) (the device
-    counters saw less than 95% of the bytes the tool moved: the cache was measured); C(slow) (an
+    counters saw less than 95% of the bytes the tool moved: the cache was measured); C(not_steady) (a
+    steady-state test, ssd_steady_*, did not reach steady state within its time limit); C(slow) (an
     acceptance rule fails); C(regressed) (more than O(regression_fraction) below the baseline for
     the same serial or WWN and test); C(outlier) (more than O(outlier_fraction) below the group
     median, or a robust z-score below -3.5 while at least 5% below it; judged when at least 3

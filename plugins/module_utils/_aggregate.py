@@ -17,6 +17,9 @@ finding (``reasons``) and the verdict of the worst one, in this precedence:
   the host produced no record at all, or a record has neither a throughput nor an IOPS figure.
 - ``invalid``: the block-device counters saw less than 95 % of the bytes the tool says it moved
   (the page cache was measured, not the disk). No counters: not invalid, a note says so.
+- ``not_steady``: a steady-state test (``ssd_steady_*``: the record has ``steady_state``) did not reach
+  steady state within its time limit: its figure is the last window's mean, not a steady-state figure,
+  so it is not worth comparing with a datasheet, a baseline or peers until the drive settles.
 - ``slow``: an acceptance rule (absolute minimum, maximum p99 latency, datasheet percentage) fails.
 - ``regressed``: more than ``regression_fraction`` below the baseline report's value for the same
   disk (serial, else WWN) and test.
@@ -67,6 +70,7 @@ BASELINE_REPORT_SCHEMAS = (1, 2)
 VERDICT_ERROR = "error"
 VERDICT_NOT_MEASURED = "not_measured"
 VERDICT_INVALID = "invalid"
+VERDICT_NOT_STEADY = "not_steady"
 VERDICT_SLOW = "slow"
 VERDICT_REGRESSED = "regressed"
 VERDICT_OUTLIER = "outlier"
@@ -74,10 +78,13 @@ VERDICT_UNSTABLE = "unstable"
 VERDICT_PASS = "pass"
 # Precedence, worst first: no valid figure at all, then a figure that cannot be trusted, then a
 # figure that breaks a stated rule, then one that is worse than before, then worse than its peers.
-VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_SLOW, VERDICT_REGRESSED, VERDICT_OUTLIER,
-            VERDICT_UNSTABLE, VERDICT_PASS)
+# not_steady sits with the untrustworthy figures: a steady-state test that never settled measured no
+# steady state, so what its figure breaks (rules, baseline, peers) comes after.
+VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW, VERDICT_REGRESSED,
+            VERDICT_OUTLIER, VERDICT_UNSTABLE, VERDICT_PASS)
 # What makes summary.passed false. Unstable is worth a look, not a failed acceptance.
-FAILING_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_SLOW, VERDICT_REGRESSED, VERDICT_OUTLIER)
+FAILING_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
+                    VERDICT_REGRESSED, VERDICT_OUTLIER)
 _RANK = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 
 DEFAULT_OUTLIER_FRACTION = 0.15
@@ -117,6 +124,9 @@ NOTE_SAMPLES_IGNORED = "samples ignored: not a list of numbers"
 NOTE_NOT_A_DISK = ("not a disk (%s): compared only with other %s targets; acceptance rules and baseline are for "
                    "disks and were not applied")
 REASON_NO_FIGURE = "record has no throughput or IOPS figure"
+# A dd rate kept without a direction (bench_facts could not tell read from write): shown, not judged.
+REASON_NO_DIRECTION = ("dd rate %s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
+                       "parse again with direction=read, write or copy")
 
 # "fio_rand_read", "randwrite_4k", "random_read": "rand" at the start of a word of the test id.
 _RANDOM_TEST_ID = re.compile(r"(^|[^a-z])rand", re.IGNORECASE)
@@ -372,6 +382,7 @@ class RecordFacts(NamedTuple):
     tool: Any
     seconds: Any
     bytes: Any
+    not_steady: Optional[str] = None           # steady_state: why steady state was not attained (None: attained or n/a)
 
 
 _PLAIN = frozenset((str, int, float, bool, type(None)))
@@ -473,8 +484,31 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
         if type(tool) is str:
             tool = shared.setdefault(tool, tool)
     metric_name, metric_value = (None, None) if primary is None else primary
+    steady = get("steady_state")
+    not_steady = None if steady is None else _not_steady(steady)
     return _NEW_TUPLE(RecordFacts, (test, identity, serial, wwn, error, metric_name, metric_value, invalid, note, figures, samples, tool,
-                                    seconds, moved))
+                                    seconds, moved, not_steady))
+
+
+def _percent_text(value: Any) -> str:
+    number = _number(value)
+    return "?" if number is None else "%.1f%%" % number
+
+
+def _not_steady(steady: Any) -> Optional[str]:
+    """Why a steady-state record did not attain steady state (its steady_state from _steady.py), or None."""
+    steady = _mapping(steady)
+    if steady.get("attained") is True:
+        return None
+    mean = _number(steady.get("iops_mean"))
+    return "steady state not attained within %s s (%s%s): last %s s window mean %s IOPS, max deviation %s, slope " \
+        "excursion %s%s" % (
+            _own(steady.get("time_limit_s")), _own(steady.get("criterion")),
+            "" if steady.get("max_slope_excursion_percent") is None
+            else ", slope excursion <= %s%%" % _own(steady.get("max_slope_excursion_percent")),
+            _own(steady.get("window_s")), "?" if mean is None else "%.0f" % mean,
+            _percent_text(steady.get("max_deviation_percent")), _percent_text(steady.get("slope_excursion_percent")),
+            "" if not steady.get("why_not") else " (%s)" % _own(steady.get("why_not")))
 
 
 def _facts_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
@@ -1001,6 +1035,11 @@ class _Group(NamedTuple):
     versus: str  # " vs median 200.0 MB/s (n=3)"
 
 
+def _no_figure_reason(record: Any) -> str:
+    transfer = _number(_mapping(_mapping(record).get("metrics")).get("transfer_bytes_per_s"))
+    return REASON_NO_FIGURE if transfer is None else REASON_NO_DIRECTION % format_metric(METRIC_BYTES_PER_S, transfer)
+
+
 def _plain_entry(host: str, record: Any, facts: Optional[RecordFacts], verdict: str, reason: str) -> Entry:
     return _NEW_TUPLE(Entry, (host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None))
 
@@ -1051,13 +1090,15 @@ class _Judge:
             return _plain_entry(host, record, facts, VERDICT_ERROR, str(error))
         name = facts.metric_name
         if name is None:
-            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, REASON_NO_FIGURE)
+            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(record))
         value: float = facts.metric_value  # type: ignore[assignment]
         settings = self.settings
         if key is None:
             key = self.key(facts)
         notes: List[str] = [facts.note] if facts.note else []
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
+        if facts.not_steady is not None:
+            findings.append((VERDICT_NOT_STEADY, facts.not_steady))
         not_a_disk = facts.target[7]
         if not_a_disk is not None:
             notes.append(NOTE_NOT_A_DISK % (not_a_disk, not_a_disk))

@@ -9,10 +9,12 @@ directly. docs/evidence.md describes the bundle.
 
 - ``take_snapshot`` runs, per disk, smartctl (text and JSON), nvme-cli (NVMe only), lsblk, udevadm,
   hdparm/sdparm (write cache), reads the queue settings and the PCIe link from /sys; per host once:
-  uname, os-release, date and the clock offset, the tool versions, dmesg (filtered here, per
-  disk). Every command is an argv list; a missing or failing tool is written down (exit code,
-  stderr), never an error: a VM disk without SMART is evidence too. ``commands.json`` lists every
-  command with its exit code, UTC start and end, and output file.
+  uname, os-release, date and the clock (``chronyc tracking``, else ``timedatectl show`` and
+  ``timedatectl timesync-status``), the tool versions, the kernel log (``dmesg``, else the journal's
+  kernel messages of this boot: filtered here, per disk, by one rule). Every command is an argv
+  list; a missing or failing tool is written down (exit code, stderr), never an error: a VM disk
+  without SMART is evidence too. ``commands.json`` lists every command with its exit code, UTC
+  start and end, and output file.
 - ``collect_members`` / ``write_bundle`` build ``<serial or disk>-<UTC>.tar.gz`` per disk: its
   before/after snapshots, the host files, the benchmark's raw outputs and fio job files,
   ``results.json``, ``quiesce.json``, a README.md for the vendor's engineer and
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ._aggregate import cache_bypass, primary_metric
+from ._steady import readme_lines as steady_readme_lines
 
 SCHEMA = 1
 PHASES = ("before", "after")
@@ -72,6 +75,14 @@ VERSION_COMMANDS = (
 )
 BONNIE_PACKAGE_COMMANDS = (["dpkg-query", "-W", "bonnie++"], ["rpm", "-q", "bonnie++"])
 
+# The kernel log when dmesg is refused (kernel.dmesg_restrict=1 without CAP_SYSLOG, as in containers): the
+# journal's kernel messages of this boot, as JSON (one object per line: no format to guess, the kernel's own
+# timestamp), every field whole (--all), the newest JOURNAL_KERNEL_LINES only: more than a 1 MiB kernel ring
+# buffer holds, so about what dmesg would give, and a bounded file in every bundle.
+JOURNAL_KERNEL_LINES = 10000
+JOURNAL_KERNEL_ARGV = ["journalctl", "-k", "-b", "-o", "json", "--all", "--no-pager",
+                       "--lines=%d" % JOURNAL_KERNEL_LINES]
+
 # What each snapshot file is, for the README (the file name without directory).
 FILE_DESCRIPTIONS = {
     "smartctl-x.txt": "`smartctl -x`: identity, SMART health, attributes, error and self-test logs (text)",
@@ -85,13 +96,20 @@ FILE_DESCRIPTIONS = {
     "queue.json": "/sys/block/<disk>/queue: scheduler, queue depth, read-ahead, request sizes, block sizes, "
                   "write cache as the kernel sees it",
     "pcie-link.json": "PCIe link of the PCI function above the disk: current and capable speed and width",
-    "dmesg.txt": "kernel log lines naming the disk or its partitions (from `dmesg`)",
+    "dmesg.txt": "kernel log lines naming the disk, its partitions or controller (from `dmesg`, else from the "
+                 "journal: host/kernel-log.txt says which)",
     "uname-a.txt": "`uname -a`",
     "os-release.txt": "/etc/os-release",
     "date-u.txt": "`date -u` when the snapshot was taken",
     "chronyc-tracking.txt": "`chronyc tracking`: the clock's offset from NTP",
     "timedatectl-timesync-status.txt": "`timedatectl timesync-status`: the clock's NTP offset",
-    "clock-offset.txt": "the clock offset chronyc or timedatectl reported, or why it is unknown",
+    "timedatectl-show.txt": "`timedatectl show`: whether the clock is NTP-synchronized (NTPSynchronized) and an NTP "
+                            "service active (NTP)",
+    "clock-offset.txt": "the clock offset chronyc or timedatectl reported, or why it is unknown; whether the clock "
+                        "is NTP-synchronized and by what",
+    "journalctl-kernel.json": "`journalctl -k -b -o json`: the kernel messages of this boot as the journal holds "
+                              "them (asked when `dmesg` is refused), exactly as printed",
+    "kernel-log.txt": "where the kernel log lines came from (`dmesg` or the journal), or why there are none",
     COMMANDS_FILE: "every command of the snapshot: exact argv, exit code, UTC start and end, stderr, output file",
 }
 
@@ -147,9 +165,45 @@ def _disk_pattern(disk: str) -> "re.Pattern[str]":
 
 
 def dmesg_lines(text: str, disk: str) -> List[str]:
-    """The kernel log lines that name the disk, its partitions or (NVMe) its controller."""
+    """The kernel log lines that name the disk, its partitions or (NVMe) its controller (the one rule for
+    dmesg and for the journal's kernel messages, which journal_kernel_text turns into dmesg lines)."""
     pattern = _disk_pattern(disk)
     return [line for line in text.splitlines() if pattern.search(line)]
+
+
+def _journal_field(value: Any) -> str:
+    # journalctl -o json: a string, an array of byte values when not valid UTF-8, null when too large without --all.
+    if isinstance(value, list) and all(isinstance(item, int) and 0 <= item < 256 for item in value):
+        return bytes(value).decode("utf-8", "replace")
+    return value if isinstance(value, str) else ""
+
+
+def _journal_usec(entry: Mapping[str, Any]) -> int:
+    # The kernel's own time of the message; journald's reception time when the kernel gave none.
+    for key in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
+        value = entry.get(key)
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return 0
+
+
+def journal_kernel_text(text: str) -> Tuple[str, int]:
+    """``journalctl -k -o json`` output as dmesg prints it (``[seconds.micros] message`` per line), and the number
+    of messages. A line that is not a JSON object (an empty answer, a notice) is no message."""
+    lines: List[str] = []
+    count = 0
+    for raw in text.splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        count += 1
+        seconds, micros = divmod(_journal_usec(entry), 1000000)
+        stamp = "[%5d.%06d] " % (seconds, micros)
+        lines.extend(stamp + part for part in (_journal_field(entry.get("MESSAGE")).splitlines() or [""]))
+    return "".join(line + "\n" for line in lines), count
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,12 +215,20 @@ _CHRONY_SYSTEM_TIME = re.compile(r"^\s*System time\s*:\s*(?P<value>[0-9.]+)\s+se
 _TIMESYNC_OFFSET = re.compile(r"^\s*Offset:\s*(?P<value>[+-]?[0-9.]+)\s*(?P<unit>ns|us|\u00b5s|ms|s|min)\s*$",
                               re.MULTILINE)
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+_CHRONY_UNSYNCHRONISED = re.compile(r"^\s*Leap status\s*:\s*Not synchronised\s*$", re.MULTILINE)
+
+
+def chronyc_unsynchronised(text: str) -> Optional[str]:
+    """The ``Leap status : Not synchronised`` line of ``chronyc tracking`` (chronyd reaches no source), else None."""
+    found = _CHRONY_UNSYNCHRONISED.search(text)
+    return found.group(0).strip() if found else None
 
 
 def parse_chronyc_tracking(text: str) -> Optional[Dict[str, Any]]:
-    """The system clock's offset from NTP time in ``chronyc tracking``; None when the line is missing."""
+    """The system clock's offset from NTP time in ``chronyc tracking``; None when the line is missing or chronyd
+    is not synchronised (its System time line then reads 0 seconds: no measurement)."""
     found = _CHRONY_SYSTEM_TIME.search(text)
-    if found is None:
+    if found is None or chronyc_unsynchronised(text):
         return None
     value = float(found.group("value"))
     return {"source": "chronyc tracking", "offset_s": value if found.group("side") == "fast" else -value,
@@ -183,6 +245,47 @@ def parse_timesync_status(text: str) -> Optional[Dict[str, Any]]:
             "meaning": "NTP offset of the last exchange as systemd-timesyncd reports it (the server's clock minus "
                        "this host's, RFC 5905)",
             "line": found.group(0).strip()}
+
+
+def _show_bool(value: Optional[str]) -> Optional[bool]:
+    return {"yes": True, "no": False}.get((value or "").strip())
+
+
+def parse_timedatectl_show(text: str) -> Optional[Dict[str, Any]]:
+    """What ``timedatectl show`` says of NTP: NTPSynchronized (the kernel's clock-synchronized flag, set by
+    whichever NTP client disciplines the clock), NTP (an NTP service of systemd's list is active), CanNTP (one is
+    installed), TimeUSec, Timezone, LocalRTC. None when it names neither NTP nor NTPSynchronized."""
+    values: Dict[str, str] = {}
+    for line in text.splitlines():
+        key, separator, value = line.partition("=")
+        if separator:
+            values[key.strip()] = value.strip()
+    if "NTPSynchronized" not in values and "NTP" not in values:
+        return None
+    return {"ntp_synchronized": _show_bool(values.get("NTPSynchronized")), "ntp": _show_bool(values.get("NTP")),
+            "can_ntp": _show_bool(values.get("CanNTP")), "time": values.get("TimeUSec"),
+            "timezone": values.get("Timezone"), "local_rtc": _show_bool(values.get("LocalRTC"))}
+
+
+def _yes_no(value: Optional[bool]) -> str:
+    return "unknown" if value is None else "yes" if value else "no"
+
+
+def ntp_sync_text(show: Mapping[str, Any]) -> str:
+    """The clock-offset.txt line of ``timedatectl show``: synchronized or not, and by what."""
+    synced, active = show.get("ntp_synchronized"), show.get("ntp")
+    if synced and active:
+        why = "by an NTP service systemd manages: systemd-timesyncd or one named in ntp-units.d"
+    elif synced:
+        why = "by an NTP client systemd does not manage: chronyd, ntpd or another"
+    elif active:
+        why = "an NTP service is active but has not synchronized the clock"
+    elif show.get("can_ntp") is False:
+        why = "no NTP service installed"
+    else:
+        why = "no NTP service active; one is installed" if show.get("can_ntp") else "no NTP service active"
+    return "NTP synchronized: %s (%s); timedatectl show: NTPSynchronized=%s NTP=%s CanNTP=%s TimeUSec=%s\n" % (
+        _yes_no(synced), why, _yes_no(synced), _yes_no(active), _yes_no(show.get("can_ntp")), show.get("time"))
 
 
 def clock_offset_text(offset: Optional[Mapping[str, Any]], tried: Sequence[str]) -> str:
@@ -367,33 +470,92 @@ class _Snapshot:
             self.command(BONNIE_PACKAGE_COMMANDS[0], None)
         return clock
 
+    def _why(self, rc: Optional[int], stdout: bytes) -> str:
+        """Why the last command gave nothing: not installed, not runnable, or its exit code and first message."""
+        entry = self.entries[-1]
+        if entry["error"]:
+            return entry["error"]
+        message = (entry["stderr"] or stdout.decode("utf-8", "replace")).strip().splitlines()
+        return "exit code %s%s" % (rc, ": " + message[0] if message else "")
+
     def clock(self) -> Dict[str, Any]:
-        """chronyc, else timedatectl; the offset or, written down, why it is unknown."""
+        """chronyc tracking; else timedatectl show (NTP-synchronized, and by what) and timedatectl timesync-status
+        (unless show says no NTP service is active: it would wait 25 s for a timesyncd that cannot answer).
+        The offset or, written down, why it is unknown."""
         tried = []
-        offset = None
-        for argv, name, parser in ((["chronyc", "tracking"], "chronyc-tracking.txt", parse_chronyc_tracking),
-                                   (["timedatectl", "timesync-status"], "timedatectl-timesync-status.txt",
-                                    parse_timesync_status)):
-            rc, stdout = self.command(argv, self.path(HOST_DIR, name))
-            entry = self.entries[-1]
-            offset = parser(stdout.decode("utf-8", "replace")) if rc == 0 else None
-            if offset is not None:
-                break
-            if entry["error"]:
-                why = entry["error"]
-            elif rc != 0:
-                message = (entry["stderr"] or stdout.decode("utf-8", "replace")).strip().splitlines()
-                why = "exit code %s%s" % (rc, ": " + message[0] if message else "")
+        rc, stdout = self.command(["chronyc", "tracking"], self.path(HOST_DIR, "chronyc-tracking.txt"))
+        text = stdout.decode("utf-8", "replace")
+        offset = parse_chronyc_tracking(text) if rc == 0 else None
+        show = None
+        if offset is None:
+            unsynchronised = chronyc_unsynchronised(text) if rc == 0 else None
+            tried.append("chronyc tracking: %s" % (
+                "not synchronised (%s), so its System time line is no measured offset" % unsynchronised
+                if unsynchronised else "no offset in its output" if rc == 0 else self._why(rc, stdout)))
+            rc, stdout = self.command(["timedatectl", "show"], self.path(HOST_DIR, "timedatectl-show.txt"))
+            show = parse_timedatectl_show(stdout.decode("utf-8", "replace")) if rc == 0 else None
+            if show is None:
+                tried.append("timedatectl show: %s" % ("no NTP= or NTPSynchronized= in its output" if rc == 0
+                                                       else self._why(rc, stdout)))
+            if show is not None and show["ntp"] is False:
+                tried.append("timedatectl timesync-status: not asked: timedatectl show says NTP=no (no NTP service is "
+                             "active, so systemd-timesyncd cannot answer)")
             else:
-                why = "no offset in its output"
-            tried.append("%s: %s" % (" ".join(argv), why))
-        text = clock_offset_text(offset, tried)
+                rc, stdout = self.command(["timedatectl", "timesync-status"],
+                                          self.path(HOST_DIR, "timedatectl-timesync-status.txt"))
+                offset = parse_timesync_status(stdout.decode("utf-8", "replace")) if rc == 0 else None
+                if offset is None:
+                    tried.append("timedatectl timesync-status: %s" % (
+                        "no offset in its output" if rc == 0 else self._why(rc, stdout)))
+        text = clock_offset_text(offset, tried) + (ntp_sync_text(show) if show is not None else "")
         self.save(self.path(HOST_DIR, "clock-offset.txt"), text.encode("utf-8"))
-        return {"offset": offset, "text": text.strip()}
+        return {"offset": offset, "ntp": show, "text": text.strip()}
+
+    def kernel_log(self) -> Dict[str, Any]:
+        """dmesg; else the journal's kernel messages of this boot (raw output kept); the log as dmesg text and
+        where it came from or, written down, why there is none. Never silently missing."""
+        disk_files = [self.path(disk, "dmesg.txt") for disk in self.devices]
+        rc, stdout = self.command(["dmesg"], None, keep=False)
+        if rc == 0:
+            text = stdout.decode("utf-8", "replace")
+            self.entries[-1]["output"] = disk_files
+            self.entries[-1]["note"] = "filtered per disk: only the lines naming the disk, its partitions or controller"
+            summary = "kernel log: `dmesg` (exit code 0, %d lines); each disk's dmesg.txt holds the lines naming it" % (
+                len(text.splitlines()))
+            return self._kernel_log_found("dmesg", text, summary)
+        refused = "dmesg: %s" % self._why(rc, stdout)
+        raw = self.path(HOST_DIR, "journalctl-kernel.json")
+        rc, stdout = self.command(JOURNAL_KERNEL_ARGV, raw)
+        entry = self.entries[-1]
+        journal = shlex.join(JOURNAL_KERNEL_ARGV)
+        if rc == 0:
+            text, count = journal_kernel_text(stdout.decode("utf-8", "replace"))
+            if count:
+                entry["output"] = [raw] + disk_files
+                entry["note"] = ("asked because dmesg was refused; raw output kept; filtered per disk by the dmesg "
+                                 "rule: only the messages naming the disk, its partitions or controller")
+                newest = " (the newest %d only)" % count if count >= JOURNAL_KERNEL_LINES else ""
+                summary = ("kernel log: the journal (`%s`: %d kernel messages of this boot%s, raw in host/%s), because "
+                           "%s; each disk's dmesg.txt holds the messages naming it, as dmesg prints them"
+                           % (journal, count, newest, posixpath.basename(raw), refused))
+                return self._kernel_log_found("journal", text, summary)
+            why = ("no kernel message of this boot in the journal (journald reads them from /dev/kmsg, which needs "
+                   "CAP_SYSLOG when kernel.dmesg_restrict=1: a container's journald often has neither the device nor "
+                   "the capability; or ReadKMsg=no)")
+            self.problems.append("%s: %s" % (journal, why))
+        else:
+            why = self._why(rc, stdout)
+        summary = "kernel log: none (%s; %s: %s)" % (refused, journal, why)
+        self.save(self.path(HOST_DIR, "kernel-log.txt"), (summary + "\n").encode("utf-8"))
+        return {"source": None, "text": None, "summary": summary}
+
+    def _kernel_log_found(self, source: str, text: str, summary: str) -> Dict[str, Any]:
+        self.save(self.path(HOST_DIR, "kernel-log.txt"), (summary + "\n").encode("utf-8"))
+        return {"source": source, "text": text, "summary": summary}
 
     # -- per disk ------------------------------------------------------------------------------
 
-    def disk_files(self, disk: str, dmesg: Optional[str]) -> None:
+    def disk_files(self, disk: str, kernel_log: Optional[str]) -> None:
         node = "/dev/" + disk
         sysfs = posixpath.join(self.host.sys_block, disk)
         vendor = self.host.read(posixpath.join(sysfs, "device", "vendor"))
@@ -416,8 +578,8 @@ class _Snapshot:
             [posixpath.join(link["pci_path"], name) for name in PCIE_LINK_FILES] if link["pci_path"] else []),
             "disk": disk, "output": self.save(self.path(disk, "pcie-link.json"), _json_bytes(link)),
             "started": started, "finished": utc_stamp(self.host.now()), "error": None})
-        if dmesg is not None:
-            lines = dmesg_lines(dmesg, disk)
+        if kernel_log is not None:
+            lines = dmesg_lines(kernel_log, disk)
             self.save(self.path(disk, "dmesg.txt"), "".join(line + "\n" for line in lines).encode("utf-8"))
 
     def _read_text(self, path: str) -> Optional[str]:
@@ -427,20 +589,17 @@ class _Snapshot:
     def take(self) -> Dict[str, Any]:
         started = utc_stamp(self.host.now())
         clock = self.host_files()
-        rc, stdout = self.command(["dmesg"], None, keep=False)
-        dmesg = stdout.decode("utf-8", "replace") if rc == 0 else None
-        if dmesg is not None:
-            self.entries[-1]["output"] = [self.path(disk, "dmesg.txt") for disk in self.devices]
-            self.entries[-1]["note"] = "filtered per disk: only the lines naming the disk, its partitions or controller"
+        kernel_log = self.kernel_log()
         for disk in self.devices:
-            self.disk_files(disk, dmesg)
+            self.disk_files(disk, kernel_log["text"])
         document = {"schema": SCHEMA, "kind": "diskproof-evidence-commands", "phase": self.phase,
                     "devices": self.devices, "started": started, "finished": utc_stamp(self.host.now()),
                     "environment": {"LC_ALL": "C", "LANG": "C"}, "shell": False, "clock": clock,
+                    "kernel_log": {"source": kernel_log["source"], "text": kernel_log["summary"]},
                     "commands": self.entries}
         self.save(self.path(COMMANDS_FILE), _json_bytes(document))
         return {"phase": self.phase, "devices": self.devices, "files": list(self.files), "problems": list(self.problems),
-                "clock": clock["text"], "commands_file": self.path(COMMANDS_FILE)}
+                "clock": clock["text"], "kernel_log": kernel_log["summary"], "commands_file": self.path(COMMANDS_FILE)}
 
 
 def take_snapshot(host: HostIO, phase: str, devices: Sequence[str]) -> Dict[str, Any]:
@@ -451,7 +610,8 @@ def take_snapshot(host: HostIO, phase: str, devices: Sequence[str]) -> Dict[str,
 def planned_commands(devices: Sequence[str]) -> List[str]:
     """What a snapshot would run, for check mode (tool names unresolved, disk kinds unknown)."""
     names = [check_disk_name(name) for name in devices]
-    lines = ["uname -a", "date -u", "chronyc tracking (else timedatectl timesync-status)", "dmesg"]
+    lines = ["uname -a", "date -u", "chronyc tracking (else timedatectl show, then timedatectl timesync-status unless "
+             "NTP=no)", "dmesg (else %s)" % shlex.join(JOURNAL_KERNEL_ARGV)]
     lines += [shlex.join(argv) for _tool, argv in VERSION_COMMANDS] + ["dpkg-query -W bonnie++ (else rpm -q bonnie++)"]
     for disk in names:
         node = "/dev/" + disk
@@ -602,7 +762,9 @@ def _filtered_commands(data: bytes, disk: str) -> bytes:
         if entry.get("disk") not in (None, disk):
             continue
         if isinstance(entry.get("output"), list):
-            entry = dict(entry, output=[path for path in entry["output"] if path.split("/")[1:2] == [disk]])
+            # Per-disk outputs of a host command (the kernel log): this disk's, and the host's own raw output.
+            kept_dirs = ([disk], [HOST_DIR])
+            entry = dict(entry, output=[path for path in entry["output"] if path.split("/")[1:2] in kept_dirs])
         kept.append(entry)
     document["commands"] = kept
     document["devices"] = [disk]
@@ -1049,9 +1211,9 @@ def _snapshot_lines(snapshots: Mapping[str, Mapping[str, Any]]) -> List[str]:
         lines.append("- %s (%s to %s UTC): %d commands; %s" % (
             phase, document.get("started"), document.get("finished"), len(document.get("commands", [])),
             "not available or non-zero exit, kept as found: " + "; ".join(failed) if failed else "all exited 0"))
-        clock = document.get("clock") if isinstance(document.get("clock"), Mapping) else {}
-        if clock.get("text"):
-            lines.append("  - %s" % clock["text"])
+        for key in ("clock", "kernel_log"):
+            found = document.get(key) if isinstance(document.get(key), Mapping) else {}
+            lines.extend("  - %s" % line for line in str(found.get("text") or "").splitlines())
     return lines + [""]
 
 
@@ -1109,6 +1271,7 @@ def render_readme(context: ReadmeContext) -> str:
     for record in context.records:
         lines += _record_section(record, context.raw_members)
     lines += _reproduce_section(context.records, context.host_name, context.host_facts)
+    lines += steady_readme_lines(context.records)   # SSD preconditioning and steady state, when measured
     lines += ["## The host while it was measured", ""]
     lines += _quiesce_lines(context.quiesce)
     lines += ["Snapshots (every command in `before/commands.json` and `after/commands.json`):", ""]

@@ -27,7 +27,7 @@ import io
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-FAILURE_VERDICTS = ("invalid", "slow", "regressed", "outlier")
+FAILURE_VERDICTS = ("invalid", "not_steady", "slow", "regressed", "outlier")
 ERROR_VERDICTS = ("error", "not_measured")
 PACKAGE = "diskproof.fleet"
 # XML 1.0 forbids most control characters; tool output sometimes carries them.

@@ -79,6 +79,7 @@ class CatalogEntry:
     buffered: bool          # goes through the page cache: sized from the cache basis, runs in the fence
     extra_files: str = ""   # "" | "sysbench" | "sysbench_fsync" | "bonnie": files of its own
     raw: str = ""           # on a raw device: "read" (raw_read), "write" (raw_write only), "" (needs a filesystem)
+    raw_only: bool = False  # only on a raw device (never a directory target): the SSD steady-state tests
 
 
 CATALOG: Dict[str, CatalogEntry] = {
@@ -108,8 +109,28 @@ CATALOG: Dict[str, CatalogEntry] = {
                                    "sysbench_fsync"),
     "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False,
                                    raw="read"),
+    # SSD steady state (SNIA PTS style): raw_write devices only, in this order; docs/tests.md.
+    "ssd_precondition": CatalogEntry("fio", "SSD preconditioning: sequential 128 KiB writes, QD32, direct, of 2 x the "
+                                     "device's capacity (optionally purged first)", False, False, raw="write",
+                                     raw_only=True),
+    "ssd_steady_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct, until steady state "
+                                          "(fio steadystate=) or the time limit", False, False, raw="write",
+                                          raw_only=True),
+    "ssd_steady_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct, until steady state "
+                                         "(fio steadystate=) or the time limit", False, False, raw="write",
+                                         raw_only=True),
 }
 CATALOG_ORDER = tuple(CATALOG)
+SSD_TESTS = tuple(test for test, entry in CATALOG.items() if entry.raw_only)
+SSD_PRECONDITION_BLOCK_SIZE = 128 * 1024
+SSD_PRECONDITION_IODEPTH = 32
+# Progress: the preconditioning runs as this many jobs per pass over the device, each a loop item of its own.
+SSD_PRECONDITION_PARTS_PER_PASS = 4
+# fio's IOPS criteria (the catalog's steady-state tests judge IOPS): iops:<limit>[%] or iops_slope:<limit>[%].
+SSD_CRITERION = re.compile(r"^(iops|iops_slope):([0-9]+(?:\.[0-9]+)?)(%?)$")
+SSD_PURGE_METHODS = ("blkdiscard", "nvme_format", "ata_secure_erase")
+# Firmware erases: only with ssd_purge_firmware_erase (an extra switch beyond the raw_write interlock).
+SSD_FIRMWARE_PURGES = ("nvme_format", "ata_secure_erase")
 
 
 @dataclass(frozen=True)
@@ -131,7 +152,10 @@ PROFILES: Dict[str, Profile] = {
     "evidence": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_block_sweep", "dd_seq_read", "bonnie",
                          "fio_seq_write", "fio_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"), 3, 5, 30,
                         "vendor dispute: dd and bonnie++ first (vendors trust them), then fio"),
-    "full": Profile(CATALOG_ORDER, 3, 5, 30, "everything in the catalog"),
+    "full": Profile(tuple(test for test in CATALOG_ORDER if test not in SSD_TESTS), 3, 5, 30,
+                    "everything in the catalog but the SSD steady-state tests"),
+    "ssd_steady_state": Profile(SSD_TESTS, 1, 1, 30, "fresh SSDs on raw_write devices: precondition, then random "
+                                "write and read until steady"),
 }
 
 
@@ -204,6 +228,20 @@ class Settings:
     zcav_points: int = 16
     ioping_count: int = 30
     keep_raw_dir: str = ""
+    # SSD steady state (ssd_* tests): bytes to precondition (None: 2 x the device), fio's criterion, the window,
+    # the ramp before it and the time limit in seconds, the largest slope excursion across the window (% of the
+    # mean; None: fio's criterion alone), and the optional purge before the preconditioning.
+    ssd_precondition_bytes: Optional[int] = None
+    ssd_steady_criterion: str = "iops:20%"
+    ssd_steady_window_s: int = 60
+    ssd_steady_ramp_s: int = 30
+    ssd_steady_time_limit_s: int = 1800
+    ssd_steady_max_slope_excursion_percent: Optional[float] = 10.0
+    ssd_purge: bool = False
+    ssd_purge_method: str = "blkdiscard"
+    ssd_purge_firmware_erase: bool = False
+    # Run the SSD steady-state tests after the profile's own (the evidence option); ignored with an explicit list.
+    include_ssd_steady_state: bool = False
 
 
 @dataclass
@@ -364,6 +402,8 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
 
 
 def _catalog_id(test: str) -> str:
+    if test.startswith("ssd_precondition_"):
+        return "ssd_precondition"   # ssd_precondition_3of8: one part of the preconditioning
     return "dd_block_sweep" if test.startswith("dd_block_sweep_") else test
 
 
@@ -525,6 +565,8 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         # Every write is fsynced, so the page cache cannot flatter it: a bounded file is enough.
         total = min(round_up(2 * s.basis, 8 * MIB), 1 << 30)
         return [_sysbench(test, target, s, total, 1, ["--file-test-mode=rndwr", "--file-fsync-freq=1"], buffered=True)]
+    if test in SSD_TESTS:
+        return _ssd_jobs(test, target, s)
     if test == "ioping_latency":
         count = s.raw.ioping_count
         # On a raw device the requests land anywhere on it (-S = the device size in whole requests).
@@ -533,6 +575,91 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         params = {"block_size": rand, "size_bytes": span, "direct": True, "requests": count}
         return [_job(test, "ioping", target, params, s, argv=argv, direction="read", estimate_s=s.timed(count * 0.1))]
     raise PlanError("no job builder for %r" % test)  # pragma: no cover - CATALOG and builders move together
+
+
+def _ssd_purge_argv(method: str, device_path: str) -> List[List[str]]:
+    """The purge before the preconditioning, as argv lists (run once, recorded as the first part's setup).
+
+    blkdiscard without -f keeps its own refusal of a device with signatures; nvme format --ses=1 erases the
+    namespace's user data; ATA secure erase sets a temporary user password (the erase clears it again).
+    """
+    if method == "blkdiscard":
+        return [["blkdiscard", "-v", device_path]]
+    if method == "nvme_format":
+        return [["nvme", "format", device_path, "--ses=1", "--force"]]
+    return [["hdparm", "--user-master", "u", "--security-set-pass", "diskproof", device_path],
+            ["hdparm", "--user-master", "u", "--security-erase", "diskproof", device_path]]
+
+
+def _ssd_precondition_parts(span: int, total: int, block: int) -> List[Tuple[int, int]]:
+    """(offset, size) of each preconditioning job: sequential passes over the device, each in
+    SSD_PRECONDITION_PARTS_PER_PASS parts (a progress line per part), total bytes in all."""
+    edges = sorted({span * index // SSD_PRECONDITION_PARTS_PER_PASS // block * block
+                    for index in range(SSD_PRECONDITION_PARTS_PER_PASS)} | {span})
+    parts: List[Tuple[int, int]] = []
+    written = 0
+    while written < total:
+        for start, end in zip(edges, edges[1:]):
+            if written >= total:
+                break
+            size = min(end - start, total - written)
+            parts.append((start, size))
+            written += size
+    return parts
+
+
+def _ssd_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
+    settings = s.raw
+    if not target.raw or target.granted_class != "raw_write":
+        raise PlanError("%s runs only on a raw_write device, not on %s" % (test, target.path))
+    if test == "ssd_precondition":
+        block = SSD_PRECONDITION_BLOCK_SIZE
+        span = s.device_span(target, block, test)
+        total = settings.ssd_precondition_bytes or 2 * span
+        total = max(block, total // block * block)
+        parts = _ssd_precondition_parts(span, total, block)
+        purge = _ssd_purge_argv(settings.ssd_purge_method, str(target.device_path)) if settings.ssd_purge else []
+        jobs = []
+        done = 0
+        for number, (offset, size) in enumerate(parts, 1):
+            name = "ssd_precondition_%dof%d" % (number, len(parts))
+            job = _fio(name, target, s, "write", block, SSD_PRECONDITION_IODEPTH, size=size, offset=offset,
+                       time_based=False, runtime=None, ramp_time=None)
+            job["params"].update(size_bytes=size, runtime_s=None, offset_bytes=offset, precondition_total_bytes=total,
+                                 precondition_done_bytes=done + size, pass_number=done // span + 1,
+                                 purge=(settings.ssd_purge_method if settings.ssd_purge else None))
+            job.update(repeats=1, max_repeats=1, drop_caches=False, estimate_s=size / settings.expected_bytes_per_s,
+                       setup=purge if number == 1 else [])
+            job["description"] = "%s: pass %d of %s, bytes %d-%d of the device (%d of %d written after this part)" % (
+                CATALOG[test].summary, done // span + 1, "%g" % (total / span), offset, offset + size, done + size,
+                total)
+            done += size
+            jobs.append(job)
+        return jobs
+    rw = "randwrite" if test == "ssd_steady_rand_write" else "randread"
+    block = settings.random_block_size
+    limit = settings.ssd_steady_time_limit_s
+    # The whole device (the SNIA test range), not min(test file, device).
+    job = _fio(test, target, s, rw, block, 32, size=s.device_span(target, block, test), runtime=limit, ramp_time=0,
+               steadystate=settings.ssd_steady_criterion, ss_dur=settings.ssd_steady_window_s,
+               ss_ramp=settings.ssd_steady_ramp_s)
+    job["params"].update(size_bytes=job["fio"]["size"], runtime_s=limit, steadystate=settings.ssd_steady_criterion,
+                         ss_window_s=settings.ssd_steady_window_s, ss_ramp_s=settings.ssd_steady_ramp_s,
+                         ss_max_slope_excursion_percent=settings.ssd_steady_max_slope_excursion_percent)
+    job.update(repeats=1, max_repeats=1, drop_caches=False, estimate_s=float(limit))
+    return [job]
+
+
+def _mark_preconditioned(jobs: List[Job]) -> None:
+    """params.preconditioned_bytes of each steady-state job: what this run's preconditioning wrote to its device
+    before it (the last part's running total; 0 when the run did not precondition)."""
+    written: Dict[str, int] = {}
+    for job in jobs:
+        device = job["target"].get("device_path")
+        if _catalog_id(job["test"]) == "ssd_precondition":
+            written[device] = job["params"]["precondition_done_bytes"]
+        elif job["test"] in SSD_TESTS:
+            job["params"]["preconditioned_bytes"] = written.get(device, 0)
 
 
 def _extra_space(test: str, s: _Resolved) -> int:
@@ -552,7 +679,8 @@ def _direct_block_sizes(selected: Sequence[str], settings: Settings) -> List[Tup
     if any(test in selected for test in ("dd_seq_write_direct", "dd_seq_read", "zcav_sweep", "fio_seq_write",
                                          "fio_seq_read")):
         sizes.append(("sequential_block_size", settings.sequential_block_size))
-    if any(test.startswith("fio_rand") or test in ("fio_mixed_70_30", "ioping_latency") for test in selected):
+    if any(test.startswith(("fio_rand", "ssd_steady")) or test in ("fio_mixed_70_30", "ioping_latency")
+           for test in selected):
         sizes.append(("random_block_size", settings.random_block_size))
     if "sysbench_rndrd" in selected:
         sizes.append(("sysbench_block_size", settings.sysbench_block_size))
@@ -591,6 +719,34 @@ def _check_settings(settings: Settings) -> None:
     if settings.keep_raw_dir and (not posixpath.isabs(settings.keep_raw_dir) or not SAFE_PATH.match(settings.keep_raw_dir)):
         raise PlanError("keep_raw_dir must be an absolute path of letters, digits and . _ - / + @ %% , =, got %r"
                         % (settings.keep_raw_dir,))
+    _check_ssd_settings(settings)
+
+
+def _check_ssd_settings(settings: Settings) -> None:
+    if settings.ssd_precondition_bytes is not None:
+        _positive_int("ssd_precondition_bytes", settings.ssd_precondition_bytes, SSD_PRECONDITION_BLOCK_SIZE)
+    if not isinstance(settings.ssd_steady_criterion, str) or not SSD_CRITERION.match(settings.ssd_steady_criterion):
+        raise PlanError("ssd_steady_criterion must be fio's iops:<limit>[%%] or iops_slope:<limit>[%%] (e.g. iops:20%% "
+                        "or iops_slope:0.3%%), got %r" % (settings.ssd_steady_criterion,))
+    _positive_int("ssd_steady_window_s", settings.ssd_steady_window_s, 2)
+    _positive_int("ssd_steady_ramp_s", settings.ssd_steady_ramp_s, 0)
+    _positive_int("ssd_steady_time_limit_s", settings.ssd_steady_time_limit_s)
+    needed = settings.ssd_steady_ramp_s + 2 * settings.ssd_steady_window_s
+    if settings.ssd_steady_time_limit_s < needed:
+        raise PlanError("ssd_steady_time_limit_s (%d) must be at least ssd_steady_ramp_s + 2 x ssd_steady_window_s "
+                        "= %d: fio needs the ramp and a full window before it can judge, and a time limit that "
+                        "ends with the first window never sees the window move" % (settings.ssd_steady_time_limit_s, needed))
+    slope = settings.ssd_steady_max_slope_excursion_percent
+    if slope is not None and (isinstance(slope, bool) or not isinstance(slope, (int, float)) or slope <= 0):
+        raise PlanError("ssd_steady_max_slope_excursion_percent must be a positive number (10 = the SNIA 10 %%) or "
+                        "null (fio's criterion alone), got %r" % (slope,))
+    if settings.ssd_purge_method not in SSD_PURGE_METHODS:
+        raise PlanError("ssd_purge_method must be one of %s, got %r" % (", ".join(SSD_PURGE_METHODS),
+                                                                        settings.ssd_purge_method))
+    firmware = settings.ssd_purge_method in SSD_FIRMWARE_PURGES
+    if settings.ssd_purge and firmware and not settings.ssd_purge_firmware_erase:
+        raise PlanError("ssd_purge_method %s erases the drive through its firmware: it needs ssd_purge_firmware_erase: "
+                        "true as well (blkdiscard needs only ssd_purge)" % settings.ssd_purge_method)
 
 
 def _raw_tests(index: int, target: TargetFacts, selected: Sequence[str], requested: Sequence[str], explicit: bool,
@@ -622,6 +778,28 @@ def _raw_tests(index: int, target: TargetFacts, selected: Sequence[str], request
     return tests
 
 
+def _directory_tests(target: TargetFacts, selected: Sequence[str], skipped: List[Dict[str, str]]) -> List[str]:
+    """The tests of the list that run on a directory target: all but the raw-device-only SSD tests."""
+    tests = []
+    for test in selected:
+        if CATALOG[test].raw_only:
+            skipped.append({"target": target.path, "test": test, "reason": "needs_raw_write_device"})
+        else:
+            tests.append(test)
+    return tests
+
+
+def _ssd_skip_warnings(skipped: Sequence[Mapping[str, str]], targets: Sequence[TargetFacts]) -> List[str]:
+    lines = []
+    for target in targets:
+        tests = [entry["test"] for entry in skipped
+                 if entry["target"] == target.path and entry["reason"] == "needs_raw_write_device"]
+        if tests:
+            lines.append("%s: skipped %s: the SSD steady-state tests write the whole device and run only on a raw "
+                         "device target granted raw_write (%s)" % (target.path, ", ".join(tests), INTERLOCK))
+    return lines
+
+
 def _skip_warnings(skipped: Sequence[Mapping[str, str]], raw_targets: Mapping[str, Mapping[str, Any]]) -> List[str]:
     """One line per target and reason, naming the tests left out and why."""
     lines: List[str] = []
@@ -644,6 +822,10 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
     selected = select_tests(settings.profile, settings.tests)
     explicit = bool(settings.tests)
     requested = list(settings.tests) if explicit else list(PROFILES[settings.profile].tests)
+    if settings.include_ssd_steady_state and not explicit:
+        # After the profile's tests: their figures are the fresh drive's, these the preconditioned drive's.
+        added = [test for test in SSD_TESTS if test not in selected]
+        selected, requested = selected + added, requested + added
     targets = [_check_target(index, target) for index, target in enumerate(targets)]
     paths = [target.path for target in targets if not target.raw]
     duplicates = sorted({path for path in paths if paths.count(path) > 1})
@@ -669,8 +851,8 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
         raise PlanError("max_repeats (%d) must be >= repeats (%d)" % (resolved.max_repeats, resolved.repeats))
 
     skipped: List[Dict[str, str]] = []
-    per_target = [_raw_tests(index, target, selected, requested, explicit, skipped) if target.raw else list(selected)
-                  for index, target in enumerate(targets)]
+    per_target = [_raw_tests(index, target, selected, requested, explicit, skipped) if target.raw
+                  else _directory_tests(target, selected, skipped) for index, target in enumerate(targets)]
     raw_targets = {target.path: {"device_path": target.device_path, "device": target.device,
                                  "class": target.granted_class, "size_bytes": target.device_size_bytes,
                                  "logical_block_size": target.logical_block_size,
@@ -686,6 +868,7 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
             except SizingError as error:
                 raise PlanError("%s: %s" % (target.path, error)) from error
     warnings.extend(_skip_warnings(skipped, raw_targets))
+    warnings.extend(_ssd_skip_warnings(skipped, targets))
     warnings.extend(allowed_warning(target.path, target.filesystem) for target in targets
                     if not target.raw and target.filesystem is not None and target.filesystem.not_a_disk)
     if resolved.fence:
@@ -709,6 +892,7 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
                 jobs.append(job)
     if not jobs:
         raise PlanError("none of the tests %s can run on these targets: %s" % (", ".join(requested), "; ".join(warnings)))
+    _mark_preconditioned(jobs)
     # Refused here, before anything is written: nothing was created yet (the module creates the run directories).
     space, filesystems = _space_per_filesystem(targets, jobs, _remove_test_files_after_last_use(jobs), resolved)
     ran = {_catalog_id(job["test"]) for job in jobs}

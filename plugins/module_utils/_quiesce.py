@@ -10,7 +10,9 @@ rule is a table in tests/unit/plugins/module_utils/test_quiesce.py:
     candidate_units(manager, services, timers)                      what to look at, per manager
     SystemdServices(run), SysvServices(run, ...)                    status / stop / start, argv only
     select_to_stop(statuses)                                        running -> stop, the rest stays
+    select_to_stop(statuses), unit_decision, missed_runs, unit_table  systemd unit rules and the per-unit table
     parse_diskstats(text), parse_loadavg(text), idle_sample(...)    one idle-window decision
+    parse_cpu_stat, cgroup2_mount, own_cpu_counter                 a container's own CPU time
     parse_mdstat(text), md_activity(arrays, disks_of, targets)      md resync/recovery/check/reshape
     smart_selftest(smartctl_json)                                   self-test in progress?
     read_processes(...), competing_processes(...)                   other fio/dd on the targets
@@ -316,27 +318,73 @@ def detect_service_manager(isdir: Callable[[str], bool] = os.path.isdir, root: s
 
 
 def select_to_stop(statuses: Sequence[Mapping[str, Any]]) -> Dict[str, List[str]]:
-    """Running units are stopped; units that exist but are stopped, absent or of unknown state are
-    left alone (restore must not start what was not running)."""
-    plan: Dict[str, List[str]] = {"stop": [], "not_running": [], "absent": [], "unknown": []}
+    """Running units are stopped; units that exist but are stopped (also failed, or enabled but stopped on
+    purpose), masked, absent or of unknown state are left alone: the restore starts only what was stopped.
+    A masked unit is never stopped even when it runs (it could not be started again), and a second name
+    of a unit already listed (an alias: same Id) is looked at once."""
+    plan: Dict[str, List[str]] = {"stop": [], "not_running": [], "absent": [], "unknown": [], "masked": []}
+    seen: Set[str] = set()
     for status in statuses:
         if not status.get("exists"):
             plan["absent"].append(status["unit"])
+        elif status.get("masked"):
+            plan["masked"].append(status["unit"])
+        elif status.get("id") in seen or elapsed(status):
+            plan["not_running"].append(status["unit"])
         elif status.get("running") is True:
             plan["stop"].append(status["unit"])
         elif status.get("running") is False:
             plan["not_running"].append(status["unit"])
         else:
             plan["unknown"].append(status["unit"])
+        seen.add(status.get("id") or status["unit"])
     return plan
 
 
-SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState")
+def elapsed(status: Mapping[str, Any]) -> bool:
+    """A timer that fired its last time (SubState=elapsed, RemainAfterElapse=yes): it counts as active but will not
+    fire again; a stop and start would re-arm it (an OnActiveSec= one-shot would run its job once more)."""
+    return status["unit"].endswith(".timer") and (status.get("state") or {}).get("sub") == "elapsed"
+
+
+def unit_decision(status: Mapping[str, Any], plan: Mapping[str, Sequence[str]]) -> str:
+    """Why a unit is stopped or left alone, in words for the per-unit table."""
+    unit = status["unit"]
+    state = status.get("state") or {}
+    if unit in plan.get("absent", ()):
+        return "left alone: not on this host"
+    if unit in plan.get("masked", ()):
+        return "left alone: masked (never stopped, started or unmasked)"
+    if unit in plan.get("unknown", ()):
+        return "left alone: state unknown (%s)" % status.get("detail")
+    if unit in plan.get("stop", ()):
+        return "stopped: %s" % (state.get("active") or "running")
+    if elapsed(status):
+        return "left alone: elapsed (fires no more; a restart would re-arm it)"
+    if state.get("active") == "failed":
+        return "left alone: failed (not started by the restore)"
+    if state.get("file") in ("enabled", "enabled-runtime"):
+        return "left alone: enabled but stopped (on purpose; not started by the restore)"
+    return "left alone: %s" % (state.get("active") or "not running")
+
+
+SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "Unit", "Persistent",
+                   "NextElapseUSecRealtime", "LastTriggerUSec", "TimersCalendar", "TimersMonotonic")
 RUNNING_STATES = ("active", "activating", "reloading")
+# What a Type=oneshot job shows while it runs; `active` + `exited` is a RemainAfterExit unit that is done.
+JOB_RUNNING_STATES = ("activating", "deactivating", "reloading")
+TIMER_STAMP_DIR = "/var/lib/systemd/timers"
+SYSTEMD_TIME = re.compile(r"^(?:[A-Z][a-z]{2} )?(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC$")
+TIMESPAN_PART = re.compile(r"(\d+(?:\.\d+)?)(y|month|w|d|h|min|s|ms|us)")
+TIMESPAN_UNITS = {"y": 31557600.0, "month": 2629800.0, "w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0,
+                  "s": 1.0, "ms": 1e-3, "us": 1e-6}
+TIMER_ENTRY = re.compile(r"^\{ (\w+)=(.*) ; next_elapse=(.*) \}$")
 
 
 def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
-    """Blocks of KEY=value lines, one block per unit, separated by empty lines (systemctl show)."""
+    """Blocks of KEY=value lines, one block per unit, separated by empty lines (systemctl show).
+    A key printed more than once (a timer's TimersCalendar/TimersMonotonic, one line per trigger)
+    keeps every value, one per line."""
     blocks: List[Dict[str, str]] = []
     current: Dict[str, str] = {}
     for line in text.splitlines():
@@ -348,36 +396,193 @@ def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
         key, sep, value = line.partition("=")
         if not sep:
             raise QuiesceError("not systemctl show output: %r" % line)
-        current[key] = value
+        current[key] = current[key] + "\n" + value if key in current else value
     if current:
         blocks.append(current)
     return blocks
 
 
-def systemd_status(unit: str, block: Mapping[str, str]) -> Dict[str, Any]:
-    load = block.get("LoadState")
-    active = block.get("ActiveState")
+def parse_systemd_time(text: Optional[str]) -> Optional[float]:
+    """A timestamp as systemctl prints it with TZ=UTC ('Thu 2026-11-26 06:00:00 UTC', or '@1795921800'
+    with --timestamp=unix); None for an empty or 'n/a' value."""
+    text = (text or "").strip()
+    if not text or text in ("n/a", "(null)"):
+        return None
+    if text.startswith("@") and text[1:].isdigit():
+        return float(text[1:])
+    match = SYSTEMD_TIME.match(text)
+    if not match:
+        raise QuiesceError("not a systemd UTC timestamp (systemctl runs with TZ=UTC): %r" % text)
+    moment = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def parse_timespan(text: str) -> Optional[float]:
+    """Seconds of a systemd time span as systemctl prints it ('3h 37min 15.390283s', '1d', '0');
+    None for 'infinity'."""
+    text = text.strip()
+    if text == "infinity":
+        return None
+    if text == "0":
+        return 0.0
+    parts = text.split()
+    total = 0.0
+    for part in parts:
+        match = TIMESPAN_PART.fullmatch(part)
+        if not match:
+            raise QuiesceError("not a systemd time span: %r" % text)
+        total += float(match.group(1)) * TIMESPAN_UNITS[match.group(2)]
+    return total
+
+
+def timer_entries(value: Optional[str]) -> List[Tuple[str, str, str]]:
+    """(setting, value, next elapse text) of each '{ OnCalendar=... ; next_elapse=... }' line."""
+    entries = []
+    for line in (value or "").splitlines():
+        match = TIMER_ENTRY.match(line.strip())
+        if match:
+            entries.append((match.group(1), match.group(2), match.group(3)))
+    return entries
+
+
+def timer_facts(block: Mapping[str, str]) -> Dict[str, Any]:
+    """What the quiesce needs to know about a timer: the service it starts, Persistent=, its next
+    elapse, the next calendar time without RandomizedDelaySec (what a Persistent= catch-up compares
+    with), last trigger, and the boot-relative (OnBootSec=/OnStartupSec=) elapses on CLOCK_MONOTONIC."""
+    calendar = [parse_systemd_time(elapse) for _key, _value, elapse in timer_entries(block.get("TimersCalendar"))]
+    calendar = [moment for moment in calendar if moment is not None]
+    monotonic = timer_entries(block.get("TimersMonotonic"))
+    boot_relative = [parse_timespan(elapse) for key, _value, elapse in monotonic if key in ("OnBootUSec", "OnStartupUSec")]
+    on_active = [parse_timespan(value) for key, value, _elapse in monotonic if key == "OnActiveUSec"]
     return {
-        "unit": unit,
-        "id": block.get("Id", unit),
-        "exists": load == "loaded",
-        "running": active in RUNNING_STATES if active else None,
-        "detail": "LoadState=%s ActiveState=%s SubState=%s" % (load, active, block.get("SubState")),
+        "triggers": block.get("Unit") or None,
+        "persistent": block.get("Persistent") == "yes",
+        "next_elapse": block.get("NextElapseUSecRealtime") or None,
+        "calendar_next_s": min(calendar) if calendar else None,
+        "last_trigger": block.get("LastTriggerUSec") or None,
+        "boot_relative_s": [value for value in boot_relative if value is not None],
+        "on_active_s": [value for value in on_active if value is not None],
     }
 
 
+def unit_state(block: Mapping[str, str]) -> Dict[str, Optional[str]]:
+    """The four states the per-unit table shows before, during and after."""
+    return {"load": block.get("LoadState"), "active": block.get("ActiveState"), "sub": block.get("SubState"),
+            "file": block.get("UnitFileState") or None}
+
+
+def systemd_status(unit: str, block: Mapping[str, str]) -> Dict[str, Any]:
+    load = block.get("LoadState")
+    active = block.get("ActiveState")
+    known = load in ("loaded", "masked")
+    status = {
+        "unit": unit,
+        "id": block.get("Id", unit),
+        "exists": bool(load) and load != "not-found",
+        "masked": load == "masked",
+        "running": active in RUNNING_STATES if active and known else None,
+        "state": unit_state(block),
+        "detail": "LoadState=%s ActiveState=%s SubState=%s UnitFileState=%s"
+                  % (load, active, block.get("SubState"), block.get("UnitFileState") or ""),
+    }
+    if unit.endswith(".timer"):
+        status["timer"] = timer_facts(block) if load == "loaded" else None
+    return status
+
+
+def state_text(state: Optional[Mapping[str, Any]]) -> str:
+    """'active/running enabled', 'not-found', 'masked' for one cell of the per-unit table."""
+    if not state:
+        return "-"
+    if state.get("load") == "not-found":
+        return "not-found"
+    text = "%s/%s" % (state.get("active"), state.get("sub"))
+    if state.get("load") not in ("loaded", None):
+        text = "%s %s" % (state.get("load"), text)
+    return "%s %s" % (text, state.get("file")) if state.get("file") else text
+
+
+def same_state(before: Optional[Mapping[str, Any]], after: Optional[Mapping[str, Any]]) -> bool:
+    """Restored as found: same load and unit-file state (enabled, masked, static...) and the same activity,
+    where the running states (active, activating, reloading) count as one."""
+    if not before or not after:
+        return before == after
+
+    def activity(state: Mapping[str, Any]) -> Optional[str]:
+        return "running" if state.get("active") in RUNNING_STATES else state.get("active")
+    return (before.get("load") == after.get("load") and before.get("file") == after.get("file")
+            and activity(before) == activity(after))
+
+
+def fires_on_start(timer: Optional[Mapping[str, Any]], monotonic_now: float) -> bool:
+    """A timer whose OnBootSec=/OnStartupSec= time is already past elapses at once when started again
+    (systemd.timer(5)): its job runs right after the restore."""
+    return bool(timer) and any(value <= monotonic_now for value in timer.get("boot_relative_s") or [])
+
+
+def restart_note(timer: Optional[Mapping[str, Any]], monotonic_now: float) -> str:
+    """What starting a stopped timer again does besides re-arming its schedule, for the per-unit table."""
+    notes = []
+    if fires_on_start(timer, monotonic_now):
+        notes.append("OnBootSec= is past, so its job runs once when the restore starts it (systemd.timer(5))")
+    if timer and timer.get("on_active_s"):
+        notes.append("OnActiveSec= counts from the restore: its job runs %g s after it" % min(timer["on_active_s"]))
+    return "; ".join(notes)
+
+
+def missed_runs(records: Sequence[Mapping[str, Any]], now: float) -> List[Dict[str, Any]]:
+    """Persistent= timers this run stopped whose calendar time passed while they were stopped: started
+    again as they are, each would run its job at once (it compares its stamp with the calendar)."""
+    missed = []
+    for record in records:
+        timer = record.get("timer") or {}
+        due = timer.get("calendar_next_s")
+        if record.get("stopped") and timer.get("persistent") and due is not None and due <= now:
+            missed.append({"timer": record["unit"], "service": timer.get("triggers"), "due": utc_iso(due)})
+    return missed
+
+
+def running_jobs(statuses: Sequence[Mapping[str, Any]]) -> List[str]:
+    """Services (started by a stopped timer) whose job still runs: activating, or active and not yet exited."""
+    busy = []
+    for status in statuses:
+        state = status.get("state") or {}
+        active = state.get("active")
+        if active in JOB_RUNNING_STATES or (active == "active" and state.get("sub") != "exited"):
+            busy.append(status["unit"])
+    return busy
+
+
+def unit_table(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The per-unit table (markdown): unit, before, during, after, what the quiesce did, same before/after."""
+    lines = ["| unit | before | during | after | quiesce | before = after |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        same = row.get("same")
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            row["unit"], state_text(row.get("before")), state_text(row.get("during")), state_text(row.get("after")),
+            row.get("decision", ""), "-" if same is None else ("yes" if same else "NO")))
+    return lines
+
+
 class SystemdServices:
-    """systemctl, one call per step: show all candidates, stop all, start all."""
+    """systemctl, one call per step: show all candidates, stop all, start all (without waiting for the
+    start jobs: a unit that was `activating` may stay so; the caller polls until each runs)."""
 
     name = SYSTEMD
 
-    def __init__(self, run: Runner, systemctl: str = "systemctl") -> None:
+    def __init__(self, run: Runner, systemctl: str = "systemctl",
+                 touch: Callable[[str], None] = os.utime) -> None:
         self.run = run
         self.systemctl = systemctl
+        self.touch = touch
 
     def argv(self, action: str, units: Sequence[str]) -> List[str]:
         if action == "show":
             return [self.systemctl, "show", "--property=" + ",".join(SHOW_PROPERTIES), "--"] + list(units)
+        if action == "start":
+            return [self.systemctl, "start", "--no-block", "--"] + list(units)
+        if action == "clean":
+            return [self.systemctl, "clean", "--what=state", "--"] + list(units)
         return [self.systemctl, action, "--"] + list(units)
 
     def statuses(self, units: Sequence[str]) -> List[Dict[str, Any]]:
@@ -402,6 +607,33 @@ class SystemdServices:
 
     def start(self, units: Sequence[str]) -> None:
         self._act("start", units)
+
+    def active_timers(self) -> List[str]:
+        """Every timer that is active now (for all_timers)."""
+        rc, out, err = self.run([self.systemctl, "list-units", "--type=timer", "--state=active", "--no-legend",
+                                 "--plain", "--full"])
+        if rc != 0:
+            raise QuiesceError("systemctl list-units --type=timer failed (exit %d): %s" % (rc, (err or out).strip()))
+        names = [line.split()[0] for line in out.splitlines() if line.strip()]
+        return check_unit_names([name for name in names if name.endswith(".timer")])
+
+    def forget_missed_runs(self, timers: Sequence[str]) -> str:
+        """Make stopped Persistent= timers forget the calendar time they missed, so that starting them does
+        not run the job at once: `systemctl clean --what=state` removes the stamp (systemd.timer(5)); on a
+        systemd without `clean` (before 243) the stamp is set to now instead. Returns the method used."""
+        if not timers:
+            return ""
+        rc, out, err = self.run(self.argv("clean", timers))
+        if rc == 0:
+            return "systemctl clean --what=state"
+        try:
+            for timer in timers:
+                self.touch(os.path.join(TIMER_STAMP_DIR, "stamp-" + timer))
+        except OSError as error:
+            raise QuiesceError("cannot make %s skip the run missed while quiesced: systemctl clean failed (exit %d: "
+                               "%s) and touching the stamp failed (%s)"
+                               % (", ".join(timers), rc, (err or out).strip(), error))
+        return "stamp set to now (%s)" % TIMER_STAMP_DIR
 
 
 class SysvServices:
@@ -518,10 +750,15 @@ def parse_loadavg(text: str) -> Tuple[float, float, float]:
 
 
 def idle_sample(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]], seconds: float,
-                devices: Sequence[str], load1: float, cpus: int, thresholds: Mapping[str, float]) -> Dict[str, Any]:
+                devices: Sequence[str], load1: float, cpus: int, thresholds: Mapping[str, float],
+                cpu_busy: Optional[float] = None, busy_jobs: Sequence[str] = ()) -> Dict[str, Any]:
     """One window: per-device IOPS, bytes/s and busy % (io_ticks) between two diskstats snapshots,
     and the 1-minute load per CPU, judged against max_iops, max_bytes_per_s, max_busy_percent and
     max_load_per_cpu (0 turns the load check off). Idle when nothing exceeds its threshold.
+
+    cpu_busy, when given, is the host's own CPU use in the window (CPU-seconds per second per CPU, from
+    its cgroup: see own_cpu_counter) and is judged against max_load_per_cpu instead of the load average,
+    which in a container is the whole machine's. busy_jobs are jobs of stopped timers still running.
 
     Busy % alone misses throttled I/O (a blkio throttle delays requests before the driver sees
     them: a loop device read at 32 MiB/s showed 0.2 % busy), so IOPS and bytes/s count too."""
@@ -546,10 +783,66 @@ def idle_sample(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Map
         if figures["busy_percent"] > thresholds["max_busy_percent"]:
             reasons.append("%s: busy %.1f %% > %g %%" % (device, figures["busy_percent"], thresholds["max_busy_percent"]))
     per_cpu = load1 / max(cpus, 1)
-    if thresholds.get("max_load_per_cpu") and per_cpu > thresholds["max_load_per_cpu"]:
-        reasons.append("load %.2f per CPU (%.2f on %d CPUs) > %g" % (per_cpu, load1, cpus, thresholds["max_load_per_cpu"]))
-    return {"idle": not reasons, "reasons": reasons, "seconds": round(seconds, 3), "devices": measured,
-            "load1": load1, "cpus": cpus, "load_per_cpu": round(per_cpu, 3)}
+    limit = thresholds.get("max_load_per_cpu")
+    if cpu_busy is not None:
+        if limit and cpu_busy > limit:
+            reasons.append("this host's CPU use %.2f per CPU (its cgroup, %d CPUs) > %g" % (cpu_busy, cpus, limit))
+    elif limit and per_cpu > limit:
+        reasons.append("load %.2f per CPU (%.2f on %d CPUs) > %g" % (per_cpu, load1, cpus, limit))
+    for job in busy_jobs:
+        reasons.append("%s (started by a timer before the quiesce) is still running" % job)
+    sample = {"idle": not reasons, "reasons": reasons, "seconds": round(seconds, 3), "devices": measured,
+              "load1": load1, "cpus": cpus, "load_per_cpu": round(per_cpu, 3)}
+    if cpu_busy is not None:
+        sample["cpu_busy_per_cpu"] = round(cpu_busy, 3)
+    return sample
+
+
+def parse_cpu_stat(text: str) -> int:
+    """usage_usec of a cgroup v2 cpu.stat (present in every cgroup, with or without the cpu controller)."""
+    for line in text.splitlines():
+        key, _sep, value = line.partition(" ")
+        if key == "usage_usec" and value.strip().isdigit():
+            return int(value)
+    raise QuiesceError("not a cgroup v2 cpu.stat (no usage_usec): %r" % text[:80])
+
+
+def cgroup2_mount(mountinfo: str) -> Optional[str]:
+    """Mount point of the cgroup v2 hierarchy in /proc/self/mountinfo (/sys/fs/cgroup, or
+    /sys/fs/cgroup/unified on a hybrid v1/v2 system), None without one."""
+    for line in mountinfo.splitlines():
+        fields, _sep, tail = line.partition(" - ")
+        parts = fields.split()
+        if tail.split()[:1] == ["cgroup2"] and len(parts) >= 5:
+            return parts[4]
+    return None
+
+
+def own_cpu_counter(container: bool, pid1_cgroup: str, mount: Optional[str],
+                    init_scope_procs: str = "1\n") -> Tuple[Optional[str], str]:
+    """(path of the cpu.stat that counts this host's own CPU time, or None; why).
+
+    Only in a container is the load average not the host's own (the kernel and its run queue are the
+    machine's). systemd puts itself in <its cgroup root>/init.scope, so when PID 1's cgroup v2 path is
+    exactly /init.scope, the root this host sees (its cgroup namespace) holds every process of the host.
+    It holds nothing else only if no other container was started in the same cgroup: then another
+    systemd sits in the same init.scope, listed in its cgroup.procs (init_scope_procs) as pid 0, for it
+    is outside this PID namespace. Only PID 1 there: cpu.stat at the root counts exactly this host's CPU
+    time. Anything else (no cgroup namespace, no v2 hierarchy, PID 1 not systemd, a shared tree) cannot
+    be told apart from the machine's or a neighbour's: None."""
+    if not container:
+        return None, "not a container: /proc/loadavg is this host's own"
+    if mount is None:
+        return None, "container without a cgroup v2 hierarchy: no per-host CPU counter"
+    paths = [line.split(":", 2)[2] for line in pid1_cgroup.splitlines() if line.startswith("0::")]
+    if paths != ["/init.scope"]:
+        return None, ("container whose PID 1 is in cgroup %s, not /init.scope of its own cgroup namespace"
+                      % (paths[0] if paths else "(none in v2)"))
+    others = [pid for pid in init_scope_procs.split() if pid != "1"]
+    if others:
+        return None, ("container whose cgroup tree is shared with %d other process(es) outside its PID namespace in "
+                      "init.scope (another container started in the same cgroup)" % len(others))
+    return os.path.join(mount, "cpu.stat"), "container: CPU time of its own cgroup root (%s/cpu.stat)" % mount
 
 
 # --------------------------------------------------------------------------------------------

@@ -40,13 +40,14 @@ VERDICT_PASS = "pass"
 
 # Worst first, as _aggregate.VERDICTS; a report's rules.verdict_precedence, when present, wins.
 # Verdicts listed nowhere sort just before pass.
-VERDICT_ORDER = ("error", "not_measured", "invalid", "slow", "regressed", "outlier", "unstable", "pass")
+VERDICT_ORDER = ("error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass")
 # Verdict -> style class: "bad" (no valid figure), "warn" (figure judged too low or unsteady),
 # "muted" (nothing measured), "ok".
 _VERDICT_CLASS = {
     "error": "bad",
     "invalid": "bad",
     "not_measured": "muted",
+    "not_steady": "warn",
     "regressed": "warn",
     "outlier": "warn",
     "slow": "warn",
@@ -979,6 +980,94 @@ def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) 
     ) % (_CHART_WIDTH, height, chart_id, chart_id, chart_id, _esc(title), chart_id, _esc(description), "".join(parts))
 
 
+# Steady-state charts drawn per test at most (one per disk): beyond that the table carries the figures.
+STEADY_CHART_LIMIT = 24
+
+
+def _steady_state(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(_mapping(entry.get("record")).get("steady_state"))
+
+
+def _steady_series(entry: Mapping[str, Any]) -> List[float]:
+    values = [_number(value) for value in _list(_steady_state(entry).get("iops"))]
+    return [value for value in values if value is not None]
+
+
+def _steady_chart(chart_id: str, test: str, entry: Mapping[str, Any]) -> str:
+    """The steady-state window of one record: IOPS each second (line and points), the window's mean (dashed)
+    and, for fio's iops:<limit>% criterion, the band the samples had to stay in (shaded)."""
+    series = _steady_series(entry)
+    if not series:
+        return ""
+    state = _steady_state(entry)
+    mean = sum(series) / len(series)
+    match = re.match(r"^iops:([0-9.]+)%$", _text(state.get("criterion")))
+    band = mean * float(match.group(1)) / 100 if match else None
+    left, right, top_pad, plot_height = 70, 40, 12, 160
+    plot_width = _CHART_WIDTH - left - right
+    y_top, y_ticks = _ticks(max(*series, mean + (band or 0)) * 1.05 or 1.0)
+    x_top = max(len(series) - 1, 1)
+
+    def xy(second: float, iops: float) -> Tuple[float, float]:
+        return left + second / x_top * plot_width, top_pad + plot_height - iops / y_top * plot_height
+
+    parts = []
+    for tick in y_ticks:
+        _x, y = xy(0, tick)
+        parts.append('<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>' % (left, y, left + plot_width, y))
+        parts.append('<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>'
+                     % (left - 6, y + 4, _esc(_tick_label(tick))))
+    if band is not None:
+        _x, high = xy(0, mean + band)
+        _x, low = xy(0, max(mean - band, 0))
+        parts.append('<rect class="ss-band" x="%d" y="%.1f" width="%d" height="%.1f"/>'
+                     % (left, high, plot_width, low - high))
+    parts.append('<rect class="frame" x="%d" y="%d" width="%d" height="%d"/>'
+                 % (left, top_pad, plot_width, plot_height))
+    _x, mean_y = xy(0, mean)
+    parts.append('<line class="median" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>'
+                 % (left, mean_y, left + plot_width, mean_y))
+    points = " ".join("%.1f,%.1f" % xy(second, iops) for second, iops in enumerate(series))
+    parts.append('<polyline class="zline" points="%s" stroke="#1f4e79"/>' % points)
+    for second, iops in enumerate(series):
+        x, y = xy(second, iops)
+        parts.append('<circle cx="%.1f" cy="%.1f" r="2.5" fill="#1f4e79"><title>second %d: %s IOPS</title></circle>'
+                     % (x, y, second + 1, _esc(_num(iops))))
+    parts.append('<text class="axis-title" x="%.1f" y="%d" text-anchor="middle">second of the %d s window</text>' % (
+        left + plot_width / 2, top_pad + plot_height + 20, len(series)))
+    parts.append('<text class="axis-title" transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">IOPS</text>'
+                 % (top_pad + plot_height / 2))
+    path, device = _target_of(entry)
+    host = _text(entry.get("host")) or "?"
+    attained = state.get("attained") is True
+    title = "%s on %s %s: %s, window mean %s IOPS" % (test, host, device or path, "steady state attained" if attained
+                                                      else "not_steady: steady state NOT attained", _num(mean))
+    description = "%d per-second IOPS samples of the last window; dashed line: their mean%s." % (
+        len(series), "; shaded band: the criterion %s" % _text(state.get("criterion")) if band is not None else "")
+    return (
+        '<svg class="chart steady-chart" viewBox="0 0 %d %d" width="100%%" role="img" aria-labelledby="%s-t %s-d" '
+        'style="font-size:12px"><title id="%s-t">%s</title><desc id="%s-d">%s</desc>%s</svg>'
+    ) % (_CHART_WIDTH, top_pad + plot_height + 30, chart_id, chart_id, chart_id, _esc(title), chart_id,
+         _esc(description), "".join(parts))
+
+
+def _steady_caption(entry: Mapping[str, Any]) -> str:
+    state = _steady_state(entry)
+    path, device = _target_of(entry)
+
+    def figure(key: str, unit: str) -> str:
+        value = _number(state.get(key))
+        return "?" if value is None else "%.1f%s" % (value, unit)
+
+    return "%s %s: %s (%s in %s s); max deviation %s, slope excursion %s; %s bytes written before the window " \
+        "(preconditioning %s)." % (
+            _text(entry.get("host")) or "?", device or path,
+            "steady state attained" if state.get("attained") is True else "not steady",
+            _text(state.get("criterion")), _text(state.get("time_limit_s")), figure("max_deviation_percent", " %"),
+            figure("slope_excursion_percent", " %"), _text(state.get("bytes_before_window")),
+            _text(state.get("preconditioned_bytes")))
+
+
 # ---------------------------------------------------------------------------------------------
 # HTML
 # ---------------------------------------------------------------------------------------------
@@ -1053,6 +1142,7 @@ svg.chart .none { fill: var(--bad); font-style: italic; }
 svg.chart .frame { fill: none; stroke: #8a93a0; }
 svg.chart .zline { fill: none; stroke-width: 2; }
 svg.chart .zlabel { font-size: 11px; font-weight: 600; }
+svg.chart .ss-band { fill: #e6f0e6; stroke: #6d8f6d; stroke-dasharray: 3 2; }
 .empty { color: var(--muted); font-style: italic; }
 .input-errors { border-left: 4px solid var(--bad); padding: 4px 12px; margin: 10px 0; }
 .input-errors ul { margin: 4px 0; padding-left: 18px; }
@@ -1199,6 +1289,11 @@ def _charts(test: str, entries: Sequence[Mapping[str, Any]], groups: Sequence[Ma
         caption = _esc(note) + " " if note else ""
         parts.append('<figure>%s<figcaption>%sZCAV: read throughput by position on the disk; each line one disk '
                      "(colour, dash pattern and end label).</figcaption></figure>" % (_zcav_chart("c%d" % chart_number, test, entries), caption))
+    for entry in [entry for entry in entries if _steady_series(entry)][:STEADY_CHART_LIMIT]:
+        chart_number += 1
+        parts.append("<figure>%s<figcaption>%sSteady state: %s</figcaption></figure>" % (
+            _steady_chart("c%d" % chart_number, test, entry), _esc(note) + " " if note else "",
+            _esc(_steady_caption(entry))))
     return parts, chart_number
 
 

@@ -29,8 +29,10 @@ description:
     prints. GNU coreutils (any locale, decimal commas included), busybox (binary units), BSD/macOS and
     coreutils 5 output are understood; several runs in one text give one record each; C(status=progress)
     updates are never taken as the result.
-  - fio output must be JSON (C(--output-format=json) or C(json+)), fio 2.x or 3.x, including C(--client) runs
-    (one record per client; the C(All clients) aggregate is skipped). One record per job. Latency figures are
+  - fio output is best JSON (C(--output-format=json) or C(json+)), fio 2.x or 3.x, including C(--client) runs
+    (one record per client; the C(All clients) aggregate is skipped). Without JSON, fio's normal (human-readable,
+    fio 2.0 to 3.x) and terse (C(--minimal), versions 2 to 5) output are read too, with a warning that their
+    figures are rounded (bytes per second = the printed io / runtime). One record per job. Latency figures are
     the completion latency (C(clat)) mean, min, p50, p95, p99, p99.9, max and standard deviation in ns; when fio
     reports no completion latency the mean, min, max and standard deviation of the total latency (C(lat)) are
     used, without percentiles, and a warning says so.
@@ -84,7 +86,8 @@ options:
       - Command to run, as a list of arguments (no shell). The first element is looked up in E(PATH).
       - Exactly one of O(content), O(src), O(argv) and O(sweep) is required.
       - The module runs it with C(LANG=C) and C(LC_ALL=C) and parses stdout followed by stderr (dd prints its
-        summary on stderr, fio its JSON on stdout). fio needs C(--output-format=json) or C(json+).
+        summary on stderr, fio its JSON on stdout). Give fio C(--output-format=json) or C(json+); its normal and
+        terse output are read too, but their figures are rounded.
       - With C(bonnie++ -q) the CSV line (stdout) comes first and the text table (stderr) is only a cross-check.
         C(ioping -B) prints exact figures, its summary rounds them to 3 or 4 significant digits.
       - Not run in check mode.
@@ -112,11 +115,14 @@ options:
     type: dict
   direction:
     description:
-      - Which rate a dd run measures; dd output does not say.
+      - Which rate a dd run measures; dd's own output does not say.
       - V(read) fills C(read_bytes_per_s), V(write) fills C(write_bytes_per_s), V(copy) fills both.
       - When not set it is taken from the dd operands in O(argv) - C(of=/dev/null) is a read, C(if=/dev/zero) or
-        C(if=/dev/urandom) is a write, file to file is a copy. When it is still unknown the dd rate is left out
-        of C(metrics) with a warning (C(bytes) and C(seconds) are still set).
+        C(if=/dev/urandom) is a write, file to file is a copy - else from the dd command a pasted shell transcript
+        shows before each run's output (with a warning naming the line). A direction given here wins; when the
+        transcript's command says otherwise, a warning names both.
+      - When it is still unknown the dd rate is kept only as C(metrics.transfer_bytes_per_s), with a warning; the
+        report shows it but does not judge it until the output is parsed again with this option.
       - For ioping, only when its output does not say it - the raw C(-B) line, and 0.x summaries without request
         lines. Without it (and without C(-W) or C(-G) in O(argv)) ioping is taken to have read, with a warning.
       - Ignored for fio, sysbench and bonnie++, which say which direction each figure is.
@@ -638,6 +644,8 @@ ansible_facts:
             - A direction the test did not exercise is null, and so is a figure the tool could not measure
               (bonnie++ C(+++++)).
             - A O(sweep) record also has C(zcav), a list of C(offset_bytes) and C(read_bytes_per_s), one per step.
+            - A dd record also has C(transfer_bytes_per_s), bytes / seconds whatever the direction (null when seconds
+              is 0), so the figure is kept even when O(direction) is unknown.
           type: dict
           returned: always
           sample:
@@ -708,6 +716,22 @@ ansible_facts:
           type: str
           returned: always
           sample: null
+        steady_state:
+          description:
+            - Only for a fio job run with C(steadystate=) (the catalog's C(ssd_steady_rand_write) and
+              C(ssd_steady_rand_read)) - fio's steady-state window, and then C(metrics.<direction>_iops) and
+              C(_bytes_per_s) are the window's means (fio's whole-job figures are kept here as C(job_iops),
+              C(job_bytes_per_s)).
+            - C(attained) (fio's verdict, and the window's slope excursion within
+              C(params.ss_max_slope_excursion_percent) when set), C(fio_attained), C(criterion), C(window_s),
+              C(ramp_s), C(time_limit_s), C(iops_mean),
+              C(bytes_per_s_mean), C(slope_iops_per_s), C(slope_percent), C(slope_excursion_percent),
+              C(max_deviation_percent), C(iops) (the per-second samples of the window), C(bytes_before_window),
+              C(preconditioned_bytes), C(why_not). docs/tests.md, SSD steady state.
+          type: dict
+          returned: for steady-state fio jobs
+          sample: {attained: true, criterion: "iops:20%", window_s: 10, iops_mean: 149.9, max_deviation_percent: 0.6,
+                   slope_excursion_percent: 0.0, iops: [150, 150, 150, 150, 149, 150, 150, 150, 150, 150]}
         samples:
           description:
             - The primary figure (IOPS or bytes/s, what the report judges) of every measured run, in run order; null for
@@ -804,7 +828,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _identity, _paths, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils import _cancel, _proc
-from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce, _state_dir
+from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce, _state_dir, _steady
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
     ParseError,
     apply_exit_code,
@@ -1380,6 +1404,8 @@ class Job:
             record = make_record(result, test=self.params["test"], target=self.target, params=self.params["params"],
                                  started=started, finished=finished, command=argv, exit_code=rc,
                                  raw_sha256=sha256_hex(raw), device_io=device_io, tool_version=version)
+            if result.get("steadystate") is not None:
+                _steady.apply(record, result["steadystate"])   # the window's means become the figures
             if want_io and device_io is None:
                 record["warnings"].append("device_io unknown: no block device for target.path %r" % self.target.get("path"))
             records.append(record)

@@ -58,7 +58,7 @@ options:
   profile:
     description: Test set and defaults (repeats, fio runtime). See C(docs/tests.md).
     type: str
-    choices: [quick, standard, evidence, full]
+    choices: [quick, standard, evidence, full, ssd_steady_state]
     default: standard
   tests:
     description: Test ids to run instead of the profile's list, in this order (C(dd_seq_write) always comes first when a test uses the test file).
@@ -181,6 +181,62 @@ options:
         and mount point; with V(true) it is planned with a warning and its jobs' C(target) carries C(not_a_disk) and
         C(filesystem), which keep it apart from disks in the report.
       - An item's own C(allow_non_disk) in O(targets) takes precedence.
+    type: bool
+    default: false
+  ssd_precondition_bytes:
+    description:
+      - Bytes C(ssd_precondition) writes (sequential 128 KiB, QD32, direct, in passes over the device); V(0) is 2 x each
+        device's capacity (the SNIA PTS workload-independent preconditioning). Rounded down to whole 128 KiB blocks.
+    type: int
+    default: 0
+  ssd_steady_criterion:
+    description:
+      - fio's steady-state criterion (C(steadystate=)) of C(ssd_steady_rand_write) and C(ssd_steady_rand_read) -
+        V(iops:<limit>[%]) (every sample of the window within the limit of its mean) or V(iops_slope:<limit>[%]) (the
+        least-squares slope below the limit).
+    type: str
+    default: "iops:20%"
+  ssd_steady_window_s:
+    description: Seconds of the rolling window fio judges (C(ss_dur)); one IOPS sample a second.
+    type: int
+    default: 60
+  ssd_steady_ramp_s:
+    description: Seconds a steady-state job runs before fio starts collecting the window (C(ss_ramp)).
+    type: int
+    default: 30
+  ssd_steady_time_limit_s:
+    description:
+      - Seconds a steady-state job runs at most (fio C(runtime)); not steady by then is the report's V(not_steady).
+        At least O(ssd_steady_ramp_s) + 2 x O(ssd_steady_window_s).
+    type: int
+    default: 1800
+  ssd_steady_max_slope_excursion_percent:
+    description:
+      - Besides fio's criterion, the window's least-squares line may change by at most this % of the mean across the
+        window (the SNIA PTS slope excursion); V(0) leaves fio's criterion alone.
+    type: float
+    default: 10.0
+  ssd_purge:
+    description: Purge the device with O(ssd_purge_method) before C(ssd_precondition) (the first part's setup).
+    type: bool
+    default: false
+  ssd_purge_method:
+    description:
+      - V(blkdiscard) (C(blkdiscard -v), which still refuses a device with signatures); V(nvme_format)
+        (C(nvme format --ses=1)) and V(ata_secure_erase) (C(hdparm --security-erase)) erase through the drive's firmware
+        and need O(ssd_purge_firmware_erase) too.
+    type: str
+    choices: [blkdiscard, nvme_format, ata_secure_erase]
+    default: blkdiscard
+  ssd_purge_firmware_erase:
+    description: Allow O(ssd_purge_method) V(nvme_format) or V(ata_secure_erase) (beyond the raw_write interlock).
+    type: bool
+    default: false
+  include_ssd_steady_state:
+    description:
+      - Run the SSD steady-state tests (C(ssd_precondition), C(ssd_steady_rand_write), C(ssd_steady_rand_read)) after
+        the profile's own tests, on V(raw_write) device targets (skipped with the reason on any other). Ignored when
+        O(tests) is set. The evidence playbook sets it from C(evidence_ssd_steady_state).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -546,7 +602,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             targets=dict(type="list", elements="dict", required=True),
-            profile=dict(type="str", default="standard", choices=["quick", "standard", "evidence", "full"]),
+            profile=dict(type="str", default="standard",
+                         choices=["quick", "standard", "evidence", "full", "ssd_steady_state"]),
             tests=dict(type="list", elements="str", default=[]),
             run_id=dict(type="str", default=""),
             lock_run_id=dict(type="str", default=""),
@@ -571,6 +628,17 @@ def main():
             identities=dict(type="dict", default={}),
             classes=dict(type="dict", default={}),
             allow_non_disk=dict(type="bool", default=False),
+            ssd_precondition_bytes=dict(type="int", default=0),
+            ssd_steady_criterion=dict(type="str", default="iops:20%"),
+            ssd_steady_window_s=dict(type="int", default=60),
+            ssd_steady_ramp_s=dict(type="int", default=30),
+            ssd_steady_time_limit_s=dict(type="int", default=1800),
+            ssd_steady_max_slope_excursion_percent=dict(type="float", default=10.0),
+            ssd_purge=dict(type="bool", default=False),
+            ssd_purge_method=dict(type="str", default="blkdiscard",
+                                  choices=["blkdiscard", "nvme_format", "ata_secure_erase"]),
+            ssd_purge_firmware_erase=dict(type="bool", default=False),
+            include_ssd_steady_state=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -591,6 +659,15 @@ def main():
         commit_write_cache=params["commit_write_cache"], bonnie_user=params["bonnie_user"],
         expected_bytes_per_s=params["expected_mb_per_s"] * 1e6, reserve_fraction=params["reserve_fraction"],
         reserve_min_bytes=params["reserve_min_bytes"], keep_raw_dir=params["keep_raw_dir"],
+        # 0: 2 x each device's capacity; a slope limit of 0: fio's criterion alone.
+        ssd_precondition_bytes=params["ssd_precondition_bytes"] or None,
+        ssd_steady_criterion=params["ssd_steady_criterion"],
+        ssd_steady_window_s=params["ssd_steady_window_s"], ssd_steady_ramp_s=params["ssd_steady_ramp_s"],
+        ssd_steady_time_limit_s=params["ssd_steady_time_limit_s"],
+        ssd_steady_max_slope_excursion_percent=params["ssd_steady_max_slope_excursion_percent"] or None,
+        ssd_purge=params["ssd_purge"], ssd_purge_method=params["ssd_purge_method"],
+        ssd_purge_firmware_erase=params["ssd_purge_firmware_erase"],
+        include_ssd_steady_state=params["include_ssd_steady_state"],
     )
     try:
         plan = build_plan(targets, settings)

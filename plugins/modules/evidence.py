@@ -16,11 +16,16 @@ description:
     C(smartctl -x -j), for NVMe C(nvme id-ctrl -o json) and C(nvme smart-log -o json), C(lsblk -J -b -O),
     C(udevadm info --query=all), the write cache (C(hdparm -W) for ATA, C(sdparm --get=WCE) for SCSI disks, and the
     kernel's C(queue/write_cache)), the queue settings of C(/sys/block/<disk>/queue), the PCIe link (current and
-    capable speed and width of the PCI function above the disk) and the C(dmesg) lines naming the disk; per host once
-    (C(host/)) - C(uname -a), C(/etc/os-release), C(date -u), the clock offset (C(chronyc tracking), else
-    C(timedatectl timesync-status), else written down as unknown), the versions of dd, fio, sysbench, ioping, smartctl,
-    nvme-cli and bonnie++ (its package). C(commands.json) lists every command - argv, exit code, UTC start and end,
-    output file.
+    capable speed and width of the PCI function above the disk) and the kernel log lines naming the disk
+    (C(dmesg.txt)); per host once (C(host/)) - C(uname -a), C(/etc/os-release), C(date -u), the clock offset
+    (C(chronyc tracking); else C(timedatectl show), whether the clock is NTP-synchronized and by what, and
+    C(timedatectl timesync-status) unless C(show) says no NTP service is active; else written down as unknown), the
+    versions of dd, fio, sysbench, ioping, smartctl, nvme-cli and bonnie++ (its package). C(commands.json) lists every
+    command - argv, exit code, UTC start and end, output file.
+  - The kernel log comes from C(dmesg); when C(dmesg) is refused (C(kernel.dmesg_restrict=1) without CAP_SYSLOG, as
+    in containers) from the journal - C(journalctl -k -b -o json --all --no-pager --lines=10000), its raw output kept
+    as C(host/journalctl-kernel.json) - filtered per disk by the same rule. C(host/kernel-log.txt) says which source
+    gave the lines, or why neither did.
   - Every command runs as an argument list, without a shell, with C(LC_ALL=C). A tool that is missing or fails is
     written down with its exit code and stderr and never fails the snapshot - a VM disk without SMART is evidence too.
   - O(state=pack) builds, for each disk, C(<dest_dir>/<serial or disk>-<UTC YYYYmmddTHHMMSSZ>.tar.gz) holding its
@@ -184,10 +189,17 @@ problems:
   elements: str
   sample: ["smartctl -x /dev/vda: exit code 1", "chronyc: not installed"]
 clock:
-  description: The clock offset line written to C(host/clock-offset.txt).
+  description: What C(host/clock-offset.txt) says - the clock offset line and, when C(timedatectl show) was asked, a
+    second line saying whether the clock is NTP-synchronized and by what.
   returned: O(state=snapshot), not in check mode
   type: str
   sample: "clock offset: unknown (chronyc tracking: chronyc is not installed (not found in PATH or the sbin directories))"
+kernel_log:
+  description: What C(host/kernel-log.txt) says - where the kernel log lines came from (C(dmesg) or the journal), or
+    why there are none.
+  returned: O(state=snapshot), not in check mode
+  type: str
+  sample: "kernel log: `dmesg` (exit code 0, 1876 lines); each disk's dmesg.txt holds the lines naming it"
 planned:
   description: In check mode, the commands a snapshot would run or the bundles a pack would write.
   returned: check mode
@@ -305,7 +317,8 @@ def snapshot(module):
         taken = _evidence.take_snapshot(host_io(module, root), phase, devices)
     except (EvidenceError, OSError) as error:
         module.fail_json(msg="snapshot %s failed: %s" % (phase, error), **result)
-    result.update(changed=True, files=taken["files"], problems=taken["problems"], clock=taken["clock"])
+    result.update(changed=True, files=taken["files"], problems=taken["problems"], clock=taken["clock"],
+                  kernel_log=taken["kernel_log"])
     module.exit_json(**result)
 
 

@@ -75,10 +75,25 @@ options:
     default: [cron, crond, atd, anacron]
   timers:
     description:
-      - systemd timers to stop too (only on systemd hosts; listed in RV(not_applicable) elsewhere).
+      - systemd timers to stop too (only on systemd hosts; listed in RV(not_applicable) elsewhere). The default is
+        the housekeeping timers of Debian, Ubuntu and RHEL that do disk I/O and whose skipped run is harmless.
+      - A C(Persistent=true) timer stopped by the quiesce whose calendar time passed meanwhile would run its job at
+        once when started again; the restore makes it forget that time first (C(systemctl clean --what=state), or
+        on systemd before 243 its stamp set to now) and reports it in RV(skipped_runs) with its next run.
+      - A timer with a past C(OnBootSec=)/C(OnStartupSec=) runs its job once when started again (systemd.timer(5));
+        there is no way to start it without, so the per-unit table says so.
     type: list
     elements: str
-    default: [fstrim.timer, logrotate.timer, man-db.timer, apt-daily.timer, apt-daily-upgrade.timer, dnf-makecache.timer]
+    default: [fstrim.timer, logrotate.timer, man-db.timer, apt-daily.timer, apt-daily-upgrade.timer,
+              dnf-makecache.timer, e2scrub_all.timer, dpkg-db-backup.timer, systemd-tmpfiles-clean.timer,
+              plocate-updatedb.timer, mlocate-updatedb.timer, sysstat-collect.timer, sysstat-summary.timer]
+  all_timers:
+    description:
+      - Stop every active timer of a systemd host too (C(systemctl list-units --type=timer --state=active)), the
+        site's own (backups, monitoring, certificate renewal) included, so that no timer at all fires during the
+        run. Their missed C(Persistent=) runs are skipped as well and listed in RV(skipped_runs).
+    type: bool
+    default: false
   service_manager:
     description:
       - V(auto) is V(systemd) when C(/run/systemd/system) exists (systemd is PID 1), else V(sysv) when
@@ -143,10 +158,20 @@ options:
     default: 1048576
   idle_max_load_per_cpu:
     description:
-      - The host is busy when its 1-minute load average divided by its CPU count exceeds this. V(0) turns the load
-        check off (the diskproof lab does, its hosts share one kernel and load average).
+      - The host is busy when its 1-minute load average divided by its CPU count exceeds this (or, with the
+        V(cgroup) O(idle_load_source), its own CPU use in the window per CPU). V(0) turns the load check off (the
+        diskproof lab's SysV hosts need it, as they share one kernel and load average).
     type: float
     default: 0.5
+  idle_load_source:
+    description:
+      - Where O(idle_max_load_per_cpu) reads the host's load. V(loadavg) - C(/proc/loadavg) (1-minute load per CPU).
+        V(cgroup) - the CPU time of the host's own cgroup root in the window (CPU-seconds per second per CPU); only
+        for a container whose systemd (PID 1) sits in C(/init.scope) of its own cgroup namespace, where the load
+        average is the whole machine's. V(auto) - V(cgroup) in such a container, V(loadavg) elsewhere.
+    type: str
+    choices: [auto, loadavg, cgroup]
+    default: auto
   idle_on_timeout:
     description:
       - V(fail) undoes the quiesce and fails the task when no idle window came; V(continue) goes on with a warning
@@ -323,7 +348,9 @@ idle:
   description:
     - The idle-window evidence - C(reached), C(waited_s), C(window_s), C(timeout_s), C(thresholds), C(windows)
       (samples taken), C(last) and C(samples) (the last ten) each with per-device C(iops), C(bytes_per_s),
-      C(busy_percent), C(in_flight), the load (C(load1), C(cpus), C(load_per_cpu)) and the C(reasons) it was not idle.
+      C(busy_percent), C(in_flight), the load (C(load1), C(cpus), C(load_per_cpu), and C(cpu_busy_per_cpu) when the
+      host's own CPU time is the measure) and the C(reasons) it was not idle; C(load_source) (V(loadavg) or V(cgroup))
+      and C(load_source_why).
   returned: O(state=quiesced), not in check mode
   type: dict
   sample:
@@ -346,6 +373,49 @@ write_cache:
   elements: dict
   sample:
     - {device: sdb, original: true, found: false, restored: true, method: hdparm, run_id: 20261122T100000Z-3f2a9c1b}
+units:
+  description:
+    - systemd hosts - the per-unit table, one row per configured unit - C(unit), C(before), C(during) and (after a
+      restore) C(after), each with C(load), C(active), C(sub) and C(file) (LoadState, ActiveState, SubState,
+      UnitFileState); C(decision) (stopped, or left alone and why - stopped on purpose, masked, failed, absent) and
+      (after a restore) C(same) - load, unit-file state and activity after equal to before.
+    - Timers also have C(timer_before) (and after a restore C(timer_after)) - C(triggers) (the service),
+      C(persistent), C(next_elapse), C(calendar_next_s) (next calendar time, epoch s), C(last_trigger),
+      C(boot_relative_s) (OnBootSec=/OnStartupSec= elapses, CLOCK_MONOTONIC s) and C(on_active_s).
+  returned: systemd hosts, when there are units to show
+  type: list
+  elements: dict
+  sample:
+    - unit: cron.service
+      before: {load: loaded, active: active, sub: running, file: enabled}
+      during: {load: loaded, active: inactive, sub: dead, file: enabled}
+      after: {load: loaded, active: active, sub: running, file: enabled}
+      decision: "stopped: active"
+      same: true
+    - unit: man-db.timer
+      before: {load: loaded, active: active, sub: waiting, file: enabled}
+      decision: "stopped: active"
+      timer_before: {triggers: man-db.service, persistent: true, next_elapse: "Thu 2026-11-26 07:11:45 UTC",
+                     calendar_next_s: 1795651200.0, last_trigger: null, boot_relative_s: [], on_active_s: []}
+unit_table:
+  description: RV(units) as markdown table lines (unit, before, during, after, decision, before = after).
+  returned: with RV(units)
+  type: list
+  elements: str
+  sample:
+    - "| unit | before | during | after | quiesce | before = after |"
+    - "|---|---|---|---|---|---|"
+    - "| cron.service | active/running enabled | inactive/dead enabled | active/running enabled | stopped: active |
+      yes |"
+skipped_runs:
+  description:
+    - Persistent timers whose calendar time passed while the host was quiesced, made to skip that run - C(timer),
+      C(service), C(due) (the time it was due, UTC), C(next) (its next run after the restore), C(method).
+  returned: O(state=restored) and after a recovery, on systemd hosts
+  type: list
+  elements: dict
+  sample: [{timer: man-db.timer, service: man-db.service, due: "2026-11-26T00:00:00Z",
+            next: "Fri 2026-11-27 00:07:11 UTC", method: "systemctl clean --what=state"}]
 state_file:
   description: Path of the state file.
   returned: always
@@ -358,7 +428,7 @@ ansible_facts:
   contains:
     diskproof_quiesce:
       description: Evidence of the quiesce - C(run_id), C(lock), C(service_manager), C(stopped), C(recovered),
-        C(checks), C(caches_dropped), C(idle).
+        C(checks), C(caches_dropped), C(idle), C(units) (systemd).
       returned: success
       type: dict
       sample: {run_id: 20261122T100000Z-3f2a9c1b, stopped: [cron], idle: {reached: true}}
@@ -375,9 +445,11 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as
 from ansible_collections.diskproof.fleet.plugins.module_utils import _run
 from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
 
-LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
+# TZ=UTC: systemctl prints timestamps in the local zone; the timer rules compare them with UTC.
+LOCALE_C = {"LANG": "C", "LC_ALL": "C", "TZ": "UTC"}
 DEFAULT_TIMERS = ["fstrim.timer", "logrotate.timer", "man-db.timer", "apt-daily.timer", "apt-daily-upgrade.timer",
-                  "dnf-makecache.timer"]
+                  "dnf-makecache.timer", "e2scrub_all.timer", "dpkg-db-backup.timer", "systemd-tmpfiles-clean.timer",
+                  "plocate-updatedb.timer", "mlocate-updatedb.timer", "sysstat-collect.timer", "sysstat-summary.timer"]
 MUTEX_TIMEOUT_S = 30
 SETTLE_TIMEOUT_S = 15
 PROC = "/proc"
@@ -500,15 +572,48 @@ class Quiesce:
             time.sleep(0.2)
 
     def restore_state(self, state):
-        """Start every unit the state records as running; raises QuiesceError when one does not run after."""
+        """Start every unit the state records as running; raises QuiesceError when one does not run after.
+
+        systemd: first make the Persistent= timers this run stopped forget a calendar time that passed while
+        they were stopped (else each runs its job at once), then start, then read every recorded unit again
+        for the per-unit table (before / during / after)."""
         backend = self.backend(state["service_manager"])
         units = q.services_to_restore(state)
+        skipped = []
+        if state["service_manager"] == q.SYSTEMD:
+            skipped = q.missed_runs([item for item in state["services"] if item.get("was_running")], time.time())
+            method = backend.forget_missed_runs([item["timer"] for item in skipped])
+            for item in skipped:
+                item["method"] = method
         if units:
             backend.start(units)
             _statuses, wrong = self.settle(backend, units, True)
             if wrong:
                 raise q.QuiesceError("started %s but not running: %s" % (", ".join(units), ", ".join(wrong)))
+        if state["service_manager"] == q.SYSTEMD:
+            self.report_units(backend, state.get("units") or [], skipped)
         return units
+
+    def report_units(self, backend, rows, skipped):
+        """The per-unit table after a restore, each unit's state after next to the recorded before and during;
+        a unit whose state differs from before is named in a warning. The skipped jobs get their next run."""
+        after = {status["unit"]: status for status in backend.statuses([row["unit"] for row in rows])}
+        table = []
+        for row in rows:
+            status = after.get(row["unit"]) or {}
+            row = dict(row, after=status.get("state"))
+            if status.get("timer"):
+                row["timer_after"] = status["timer"]
+            row["same"] = q.same_state(row.get("before"), row["after"])
+            table.append(row)
+        for item in skipped:
+            timer = (after.get(item["timer"]) or {}).get("timer") or {}
+            item["next"] = timer.get("next_elapse")
+        changed = [row["unit"] for row in table if not row["same"]]
+        if changed:
+            self.warnings.append("not in the state they were found in before the quiesce (see units): %s"
+                                 % ", ".join(changed))
+        self.result.update(units=table, unit_table=q.unit_table(table), skipped_runs=skipped)
 
     # ---------------------------------------------------------------- targets and checks
 
@@ -590,23 +695,58 @@ class Quiesce:
 
     # ---------------------------------------------------------------- idle window
 
-    def wait_idle(self, devices):
+    def load_source(self):
+        """(cpu.stat path or None, why): where the idle gate reads this host's own load. In a container the load
+        average is the machine's; its own cgroup root's CPU time is used instead when it is certainly its own."""
+        wanted = self.params["idle_load_source"]
+        if wanted == "loadavg":
+            return None, "loadavg (idle_load_source=loadavg)"
+        try:
+            pid1_environ = self.read_text(os.path.join(PROC, "1", "environ"))
+        except OSError:
+            pid1_environ = ""
+        # systemd writes /run/systemd/container when it runs in one; other inits get container= from the engine.
+        container = os.path.exists("/run/systemd/container") or "\0container=" in "\0" + pid1_environ
+        mount = q.cgroup2_mount(self.read_text(os.path.join(PROC, "self", "mountinfo")))
+        procs = self.read_text(os.path.join(mount, "init.scope", "cgroup.procs")) if mount else ""
+        path, why = q.own_cpu_counter(container, self.read_text(os.path.join(PROC, "1", "cgroup")), mount, procs)
+        if path is not None and not os.path.exists(path):
+            path, why = None, "%s does not exist" % path
+        if wanted == "cgroup" and path is None:
+            raise q.QuiesceError("idle_load_source=cgroup, but this host has no CPU counter of its own (%s); use "
+                                 "auto or loadavg" % why)
+        if path is None and container and self.params["idle_max_load_per_cpu"]:
+            self.warnings.append("the load check reads /proc/loadavg, which in this container is the whole machine's "
+                                 "(%s); set idle_max_load_per_cpu=0 if other containers share it" % why)
+        return path, why
+
+    def cpu_usage_s(self, path):
+        return q.parse_cpu_stat(self.read_text(path)) / 1e6 if path else None
+
+    def wait_idle(self, devices, running_jobs=None):
+        """Samples until one is idle or the timeout. running_jobs() names jobs of stopped timers that still run."""
         params = self.params
         thresholds = {"max_busy_percent": params["idle_max_busy_percent"], "max_iops": params["idle_max_iops"],
                       "max_bytes_per_s": params["idle_max_bytes_per_s"],
                       "max_load_per_cpu": params["idle_max_load_per_cpu"]}
-        cpus = os.cpu_count() or 1
+        counter, source = self.load_source()
+        # The host's own CPUs: a container may be pinned to fewer than the machine has.
+        cpus = (len(os.sched_getaffinity(0)) if counter else os.cpu_count()) or 1
         window = max(params["idle_window"], 0.1)
         started = time.monotonic()
         samples = []
         while True:
             before = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            cpu_before = self.cpu_usage_s(counter)
             begin = time.monotonic()
             time.sleep(window)
             after = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            cpu_after = self.cpu_usage_s(counter)
             end = time.monotonic()
             load1 = q.parse_loadavg(self.read_text(os.path.join(PROC, "loadavg")))[0]
-            sample = q.idle_sample(before, after, end - begin, devices, load1, cpus, thresholds)
+            cpu_busy = (cpu_after - cpu_before) / (end - begin) / cpus if counter else None
+            jobs = running_jobs() if running_jobs else []
+            sample = q.idle_sample(before, after, end - begin, devices, load1, cpus, thresholds, cpu_busy, jobs)
             sample["at"] = q.utc_iso(time.time())
             samples.append(sample)
             waited = time.monotonic() - started
@@ -614,6 +754,7 @@ class Quiesce:
                 break
         return {"reached": samples[-1]["idle"], "waited_s": round(time.monotonic() - started, 3), "window_s": window,
                 "timeout_s": params["idle_timeout"], "thresholds": thresholds, "devices": list(devices),
+                "load_source": "cgroup" if counter else "loadavg", "load_source_why": source,
                 "windows": len(samples), "last": samples[-1], "samples": samples[-10:]}
 
     # ---------------------------------------------------------------- run ids and write caches
@@ -752,15 +893,20 @@ class Quiesce:
             if problems:
                 raise q.QuiesceError("refusing to quiesce: %s. Wait until it is over, then run again." % "; ".join(problems))
             backend = self.backend(manager)
+            if manager == q.SYSTEMD and params["all_timers"]:
+                candidates += [timer for timer in backend.active_timers() if timer not in candidates]
             statuses = backend.statuses(candidates)
             plan = q.select_to_stop(statuses)
             recorded = list(state["services"]) if reentry else []
             known = {item["unit"] for item in recorded}
             new = [status for status in statuses if status["unit"] in plan["stop"] and status["unit"] not in known]
-            recorded += [dict(unit=s["unit"], id=s["id"], was_running=True, stopped=False, detail=s["detail"]) for s in new]
+            recorded += [dict(unit=s["unit"], id=s["id"], was_running=True, stopped=False, detail=s["detail"],
+                              timer=s.get("timer")) for s in new]
             to_stop = [s["unit"] for s in new]
+            rows = self.unit_rows(statuses, plan, state.get("units") if reentry else None)
             extra = {"not_running": plan["not_running"], "absent": plan["absent"], "unknown": plan["unknown"],
-                     "not_applicable": self.result["not_applicable"], "targets": params["targets"]}
+                     "masked": plan["masked"], "not_applicable": self.result["not_applicable"],
+                     "targets": params["targets"], "units": rows}
             # The state file is on disk before the first stop: whatever happens next, it can be restored.
             self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "stopping", **extra))
         except (q.QuiesceError, OSError) as error:
@@ -778,6 +924,11 @@ class Quiesce:
             for item in recorded:
                 if item["unit"] in to_stop:
                     item["stopped"] = True
+            if rows:
+                during = {status["unit"]: status["state"] for status in backend.statuses([row["unit"] for row in rows])}
+                for row in rows:
+                    row["during"] = during.get(row["unit"])
+                self.result.update(units=rows, unit_table=q.unit_table(rows))
             self.result["stopped"] = to_stop
             self.result["services"] = [dict(s, action="stopped" if s["unit"] in to_stop else
                                             "kept stopped" if s["unit"] in known else "left alone") for s in statuses]
@@ -788,7 +939,8 @@ class Quiesce:
                 os.sync()
             self.result["caches_dropped"] = params["drop_caches"]
             devices = sorted(set(top) | disks)
-            idle = self.wait_idle(devices)
+            jobs = [item["timer"]["triggers"] for item in recorded if (item.get("timer") or {}).get("triggers")]
+            idle = self.wait_idle(devices, (lambda: q.running_jobs(backend.statuses(jobs))) if jobs else None)
             self.result["idle"] = idle
             if not idle["reached"]:
                 message = "no idle window within %d s: %s" % (params["idle_timeout"], "; ".join(idle["last"]["reasons"]))
@@ -802,12 +954,32 @@ class Quiesce:
         except (q.QuiesceError, OSError) as error:
             self.rollback(manager, recorded, reentry, error)
         self.result["lock"] = lock_doc
-        keys = ("run_id", "lock", "service_manager", "stopped", "recovered", "checks", "caches_dropped", "idle")
+        keys = ("run_id", "lock", "service_manager", "stopped", "recovered", "checks", "caches_dropped", "idle",
+                "units")
         facts = dict((key, self.result.get(key)) for key in keys)
         idle_text = "idle after %.1f s" % idle["waited_s"] if idle["reached"] else "NOT idle after %.1f s" % idle["waited_s"]
         stopped_text = "stopped " + ", ".join(to_stop) if to_stop else "nothing to stop"
         caches_text = "caches dropped" if params["drop_caches"] else "synced"
         self.exit("quiesced: %s; %s; %s" % (stopped_text, caches_text, idle_text), ansible_facts={"diskproof_quiesce": facts})
+
+    def unit_rows(self, statuses, plan, earlier):
+        """The per-unit table of a systemd quiesce: each unit's state before and what was decided (a re-entrant call
+        keeps the first call's rows: its "before" is the host as found)."""
+        if earlier:
+            return earlier
+        rows = []
+        for status in statuses:
+            if "state" not in status:
+                continue
+            decision = q.unit_decision(status, plan)
+            note = q.restart_note(status.get("timer"), time.monotonic()) if status["unit"] in plan["stop"] else ""
+            if note:
+                decision += "; " + note
+            row = {"unit": status["unit"], "before": status["state"], "during": None, "decision": decision}
+            if status.get("timer"):
+                row["timer_before"] = status["timer"]
+            rows.append(row)
+        return rows
 
     def current_lock_started(self):
         lock, _error = self.files.read_lock()
@@ -824,8 +996,14 @@ class Quiesce:
         self.result["checks"] = checks
         if problems:
             self.fail("would refuse to quiesce: %s" % "; ".join(problems))
-        statuses = self.backend(manager).statuses(candidates)
+        backend = self.backend(manager)
+        if manager == q.SYSTEMD and self.params["all_timers"]:
+            candidates += [timer for timer in backend.active_timers() if timer not in candidates]
+        statuses = backend.statuses(candidates)
         plan = q.select_to_stop(statuses)
+        rows = self.unit_rows(statuses, plan, None)
+        if rows:
+            self.result.update(units=rows, unit_table=q.unit_table(rows))
         self.result["services"] = [dict(s, action="would stop" if s["unit"] in plan["stop"] else "left alone") for s in statuses]
         self.result["stopped"] = plan["stop"]
         self.exit("check mode: would %s" % ("stop " + ", ".join(plan["stop"]) if plan["stop"] else "stop nothing"),
@@ -927,6 +1105,7 @@ def main():
             state_dir=dict(type="path", default="/var/lib/diskproof"),
             services=dict(type="list", elements="str", default=["cron", "crond", "atd", "anacron"]),
             timers=dict(type="list", elements="str", default=DEFAULT_TIMERS),
+            all_timers=dict(type="bool", default=False),
             service_manager=dict(type="str", default="auto", choices=["auto", "systemd", "sysv"]),
             targets=dict(type="list", elements="path", default=[]),
             drop_caches=dict(type="bool", default=True),
@@ -940,6 +1119,7 @@ def main():
             idle_max_bytes_per_s=dict(type="float", default=1048576),
             idle_max_load_per_cpu=dict(type="float", default=0.5),
             idle_on_timeout=dict(type="str", default="fail", choices=["fail", "continue"]),
+            idle_load_source=dict(type="str", default="auto", choices=["auto", "loadavg", "cgroup"]),
             lease=dict(type="int", default=43200),
             force=dict(type="bool", default=False),
             foreign_lock=dict(type="str", default="fail", choices=["fail", "skip"]),

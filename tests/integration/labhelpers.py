@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 LAB_TOOL = REPO / "tools" / "lab"
@@ -41,11 +42,73 @@ def on_host(name: str, host: str, command: str) -> subprocess.CompletedProcess:
     return lab("ssh", "--name", name, host, "--", command, check=False)
 
 
+def host_init(name: str, host: str) -> str:
+    """sysv or systemd: how the lab booted this host (its inventory's diskproof_lab_init)."""
+    hosts = yaml.safe_load(inventory_path(name).read_text())["all"]["children"]["lab"]["hosts"]
+    return hosts[host].get("diskproof_lab_init", "sysv")
+
+
+# How the quiesce module names cron on each init (its stopped/started lists, the state file).
+CRON_UNIT = {"sysv": "cron", "systemd": "cron.service"}
+# Each init's own tool; both exit 0 when cron runs and 3 when it does not.
+CRON_STATUS = {"sysv": "service cron status >/dev/null 2>&1; echo $?",
+               "systemd": "systemctl is-active --quiet cron.service; echo $?"}
+
+
 def cron_status(name: str, host: str) -> int:
-    """Exit code of `service cron status` on the host (0 running, 3 not running)."""
-    result = on_host(name, host, "service cron status >/dev/null 2>&1; echo $?")
+    """Exit code of the host's own status tool for cron (0 running, 3 not running): `service cron status` on a
+    SysV host (its own pidfile), `systemctl is-active cron.service` on a systemd host."""
+    result = on_host(name, host, CRON_STATUS[host_init(name, host)])
     assert result.returncode == 0, result.stderr
     return int(result.stdout.strip())
+
+
+# A systemd host's cron and every timer unit it knows (unit files and loaded units; templates have no state):
+# three lines, the units, their `systemctl is-active` and their `systemctl is-enabled` (one systemctl call each).
+SYSTEMD_UNIT_STATES = r"""set -u
+timers=$( { systemctl list-unit-files --type=timer --no-legend --plain;
+            systemctl list-units --type=timer --all --no-legend --plain; } |
+          awk '$1 !~ /@\.timer$/ {print $1}' | sort -u)
+units="cron.service $timers"
+echo $units
+systemctl is-active $units | tr '\n' ' '; echo
+systemctl is-enabled $units | tr '\n' ' '; echo
+"""
+
+
+def unit_states(name: str, host: str) -> Dict[str, Tuple[str, str]]:
+    """What the quiesce stops and must give back, read with the host's own init tool, keyed by the names the
+    quiesce module uses: on a systemd host cron.service and every timer -> (systemctl is-active, systemctl
+    is-enabled); on a SysV host cron -> (active or inactive by `service cron status`, "-": the quiesce never
+    touches SysV runlevel links)."""
+    init = host_init(name, host)
+    if init == "sysv":
+        return {"cron": ("active" if cron_status(name, host) == 0 else "inactive", "-")}
+    result = on_host(name, host, SYSTEMD_UNIT_STATES)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3, result.stdout + result.stderr
+    units, active, enabled = (line.split() for line in lines)
+    assert len(units) == len(active) == len(enabled), result.stdout + result.stderr
+    assert "cron.service" in units and any(unit.endswith(".timer") for unit in units), result.stdout
+    return {unit: (state, enabled_state) for unit, state, enabled_state in zip(units, active, enabled)}
+
+
+def host_proc(name: str, host: str) -> str:
+    """The /proc that shows this host's processes under the PIDs the host itself uses (what `ps` or
+    /proc/*/fd read over ssh name): /proc on a SysV host (it shares this machine's PID namespace), the
+    container's own /proc, reached through its PID 1's root, on a systemd host (a PID namespace of its own)."""
+    if host_init(name, host) != "systemd":
+        return "/proc"
+    lab_file = json.loads((LAB_STATE / name / "lab.json").read_text())
+    netns = next(entry["netns"] for entry in lab_file["spec"]["hosts"] if entry["name"] == host)
+    listed = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=True)
+    for pid in listed.stdout.split():
+        with contextlib.suppress(OSError):
+            status = Path("/proc", pid, "status").read_text()
+            namespaced = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+            if len(namespaced) > 1 and namespaced[-1] == "1":
+                return "/proc/%s/root/proc" % pid
+    raise AssertionError("no PID 1 of systemd host %s among the processes of its namespace %s" % (host, netns))
 
 
 def ansible_env(**extra: str) -> Dict[str, str]:

@@ -2,9 +2,10 @@
 
 An AWX/AAP cancel sends SIGTERM to ansible-playbook and SIGKILL 5 s later. The module on the host
 gets no signal at all: the controller's ssh client dies, sshd closes the channel and with it the read
-end of the module's stdout pipe. Each case starts playbooks/validate.yml on a real lab host (lab
-`bcancel`, bcancel_lab.yml: one 1 GiB ext4 disk at 20 MiB/s), waits until the benchmark tool of
-this run is running, and cancels exactly as AWX does:
+end of the module's stdout pipe. Each case starts playbooks/validate.yml on two real lab hosts (lab
+`bcancel`, bcancel_lab.yml: bcancel-n01 runs SysV init, bcancel-n02 a real systemd; one 1 GiB ext4
+disk each at 20 MiB/s), waits until the benchmark tool of this run is running on both, and cancels
+exactly as AWX does (one cancel, both inits proven):
 
 - during dd (dd_seq_write, writing this run's test file),
 - during fio (fio_rand_write on the test file),
@@ -13,8 +14,13 @@ this run is running, and cancels exactly as AWX does:
 Proves, measured from the SIGTERM: within 5 s none of the tool's processes (the PIDs seen before the
 cancel) is alive, no process on the host has this run's directory open or as its working directory
 (/proc/*/fd and /proc/*/cwd, so an unlinked file still being written counts, and lsof agrees), and
-neither the test file nor the run directory exists; then the next validate.yml run restores the
-service the cancelled run stopped (cron), completes with exit code 0 and measures the same tests.
+neither the test file nor the run directory exists, and no fence cgroup of the run's modules is
+left. On the systemd host (a PID namespace of its own, so "nothing left" can be read whole) also: no
+dd, fio or sysbench process at all and no transient unit (/run/systemd/transient as before the run).
+Then the next validate.yml run restores what the cancelled run stopped, completes with exit code 0 and
+measures the same tests; every unit is as before the cancelled run, by the host's own init tool
+(labhelpers.unit_states: `systemctl is-active`/`is-enabled` of cron.service and every timer on the
+systemd host, `service cron status` on the SysV host).
 
 Real lab (tools/lab), real ansible-playbook, real dd, fio and sysbench. Root only.
 """
@@ -31,12 +37,15 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
-from labhelpers import (BIN, REPO, ansible_env, cron_status, inventory_path, leftover_fences, needs_root, on_host,
-                        running_lab, start_service_everywhere)
+from labhelpers import (BIN, REPO, ansible_env, cron_status, host_init, host_proc, inventory_path, leftover_fences,
+                        needs_root, on_host, running_lab, start_service_everywhere, unit_states)
 
 SPEC = Path(__file__).resolve().parent / "bcancel_lab.yml"
 LAB = "bcancel"
-HOST = "bcancel-n01"
+INITS = {"bcancel-n01": "sysv", "bcancel-n02": "systemd"}   # what bcancel_lab.yml asks for
+HOSTS = tuple(INITS)
+SYSTEMD_HOST = "bcancel-n02"
+TOOLS = ("dd", "fio", "sysbench")
 TARGET = "/srv/diskproof/d0"
 DEADLINE_S = 5.0          # what the issue asks: nothing left 5 s after the SIGTERM
 KILL_AFTER_S = 5.0        # AWX: SIGKILL 5 s after the SIGTERM
@@ -47,6 +56,7 @@ pytestmark = needs_root
 @pytest.fixture(scope="module")
 def bcancel():
     with running_lab(LAB, SPEC):
+        assert {host: host_init(LAB, host) for host in HOSTS} == INITS
         yield
 
 
@@ -62,55 +72,72 @@ def start_validate(tmp_path: Path, tests: List[str], run_id: str, runtime_s: int
         log.close()
 
 
-def users_of(run_dir: str) -> Dict[int, str]:
+def users_of(host: str, run_dir: str) -> Dict[int, str]:
     """PID -> what of it points into run_dir (an open file, deleted ones included, or its working directory),
-    read on the host itself (its mount namespace names the paths)."""
-    command = ("find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 \\( -lname '%s' -o -lname '%s/*' \\) "
-               "-printf '%%p %%l\\n' 2>/dev/null; true" % (run_dir, run_dir))
+    read on the host itself (its mount namespace names the paths, its PID namespace the PIDs). Only processes
+    in the host's own network namespace count: a SysV host sees every PID of this machine, the other hosts'
+    processes of the same run (same run directory path on their own disks) included."""
+    command = ("me=$(readlink /proc/self/ns/net)\n"
+               "find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 \\( -lname '%s' -o -lname '%s/*' \\) "
+               "-printf '%%p %%l\\n' 2>/dev/null | while read -r link target; do\n"
+               "  pid=${link#/proc/}; pid=${pid%%%%/*}\n"
+               "  [ \"$(readlink /proc/$pid/ns/net 2>/dev/null)\" = \"$me\" ] && echo \"$link $target\"\n"
+               "done; true" % (run_dir, run_dir))
     found: Dict[int, str] = {}
-    for line in on_host(LAB, HOST, command).stdout.splitlines():
+    for line in on_host(LAB, host, command).stdout.splitlines():
         link, _space, target = line.partition(" ")
         found[int(link.split("/")[2])] = target
     return found
 
 
-def lsof_users(run_dir: str) -> List[str]:
+def lsof_users(host: str, run_dir: str) -> List[str]:
     """lsof's view: open files under run_dir's filesystem whose name is in run_dir (deleted ones too)."""
-    output = on_host(LAB, HOST, "lsof -n -w %s 2>/dev/null; true" % TARGET).stdout
+    output = on_host(LAB, host, "lsof -n -w %s 2>/dev/null; true" % TARGET).stdout
     return [line for line in output.splitlines() if run_dir in line]
 
 
-def cmdline(pid: int) -> str:
+def tools_running(host: str) -> List[str]:
+    """Every dd, fio or sysbench process on a systemd host (its own PID namespace: nothing of other labs)."""
+    output = on_host(LAB, host, "ps -e -o pid=,comm=,args=").stdout
+    return [line.strip() for line in output.splitlines() if line.split()[1:2] and line.split()[1] in TOOLS]
+
+
+def transient_units(host: str) -> List[str]:
+    """The transient units systemd has on the host (their unit files live in /run/systemd/transient)."""
+    return sorted(on_host(LAB, host, "ls -A /run/systemd/transient 2>/dev/null; true").stdout.split())
+
+
+def cmdline(proc: str, pid: int) -> str:
     try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+        with open("%s/%d/cmdline" % (proc, pid), "rb") as handle:
             return handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except OSError:
         return ""
 
 
-def alive(pid: int) -> bool:
+def alive(proc: str, pid: int) -> bool:
     """Running, not a zombie (the lab's PID 1 reaps slowly; a zombie holds no file and does no I/O)."""
     try:
-        with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as handle:
+        with open("%s/%d/stat" % (proc, pid), encoding="ascii", errors="replace") as handle:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
 
 
-def parent_of(pid: int) -> int:
-    with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as handle:
+def parent_of(proc: str, pid: int) -> int:
+    with open("%s/%d/stat" % (proc, pid), encoding="ascii", errors="replace") as handle:
         return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
-def tool_tree(pids: Set[int], tool: str) -> Tuple[Set[int], Set[int]]:
+def tool_tree(proc: str, pids: Set[int], tool: str) -> Tuple[Set[int], Set[int]]:
     """(the tool's processes: pids and their ancestors that are the tool too, e.g. fio's main process that holds
     no file of the run; the processes that started them: bench_facts)."""
     tools, modules = set(pids), set()
     for pid in pids:
-        parent = parent_of(pid)
-        while parent > 1 and tool in cmdline(parent).split(" ")[0]:
+        parent = parent_of(proc, pid)
+        while parent > 1 and tool in cmdline(proc, parent).split(" ")[0]:
             tools.add(parent)
-            parent = parent_of(parent)
+            parent = parent_of(proc, parent)
         modules.add(parent)
     return tools, modules - tools
 
@@ -122,39 +149,53 @@ def fences_of(module_pids: Set[int]) -> List[str]:
             if any(os.path.basename(path).startswith("diskproof-%d-" % pid) for pid in module_pids)]
 
 
-def wait_for_tool(process: subprocess.Popen, run_dir: str, tool: str, marker: str, log: Path) -> Set[int]:
-    """PIDs of this run's tool: processes using run_dir whose command line names the tool (and marker)."""
+def wait_for_tool(process: subprocess.Popen, run_dir: str, tool: str, marker: str, log: Path) -> Dict[str, Set[int]]:
+    """Per host, PIDs (as the host numbers them) of this run's tool: processes using run_dir whose command line
+    names the tool (and marker), once it runs on every host."""
+    procs = {host: host_proc(LAB, host) for host in HOSTS}
+    found: Dict[str, Set[int]] = {}
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         assert process.poll() is None, log.read_text()
-        pids = {pid for pid in users_of(run_dir) if tool in cmdline(pid) and marker in cmdline(pid)}
-        if pids:
+        for host in set(HOSTS) - set(found):
+            named = {pid: cmdline(procs[host], pid) for pid in users_of(host, run_dir)}
+            pids = {pid for pid, line in named.items() if tool in line and marker in line}
+            if pids:
+                found[host] = pids
+        if len(found) == len(HOSTS):
             time.sleep(1.0)   # well inside the run, past the tool's start-up
-            return pids | {pid for pid in users_of(run_dir) if tool in cmdline(pid)}
+            return {host: pids | {pid for pid in users_of(host, run_dir) if tool in cmdline(procs[host], pid)}
+                    for host, pids in found.items()}
         time.sleep(0.3)
-    raise AssertionError("%s never ran in %s:\n%s" % (tool, run_dir, log.read_text()))
+    missing = sorted(set(HOSTS) - set(found))
+    raise AssertionError("%s never ran in %s on %s:\n%s" % (tool, run_dir, missing, log.read_text()))
 
 
-def cancel_like_awx(process: subprocess.Popen, run_dir: str, pids: Set[int]) -> Dict[str, Optional[float]]:
-    """SIGTERM ansible-playbook, SIGKILL it 5 s later if still there; meanwhile watch the host. Returns the seconds
-    from the SIGTERM until no tool PID was alive and until nothing used or held run_dir (None: never within 15 s)."""
+def cancel_like_awx(process: subprocess.Popen, run_dir: str, procs: Dict[str, str],
+                    pids: Dict[str, Set[int]]) -> Dict[str, Dict[str, Optional[float]]]:
+    """SIGTERM ansible-playbook, SIGKILL it 5 s later if still there; meanwhile watch the hosts. Returns per host the
+    seconds from the SIGTERM until no tool PID was alive and until nothing used or held run_dir (None: never
+    within 15 s)."""
+    running = {host: sorted(pid for pid in pids[host] if alive(procs[host], pid)) for host in HOSTS}
+    assert all(running.values()), "the tool must run on every host when the cancel comes: %s" % running
     process.send_signal(signal.SIGTERM)
     started = time.monotonic()
     killed = False
-    times: Dict[str, Optional[float]] = {"processes": None, "files": None}
+    times: Dict[str, Dict[str, Optional[float]]] = {host: {"processes": None, "files": None} for host in HOSTS}
     while time.monotonic() - started < 15:
         now = time.monotonic() - started
         if not killed and now >= KILL_AFTER_S:
             if process.poll() is None:
                 process.kill()
             killed = True
-        if times["processes"] is None and not any(alive(pid) for pid in pids):
-            times["processes"] = now
-        if times["files"] is None:
-            listing = on_host(LAB, HOST, "ls -A %s" % TARGET).stdout.split()
-            if listing == ["lost+found"] and not users_of(run_dir):
-                times["files"] = time.monotonic() - started
-        if times["processes"] is not None and times["files"] is not None and killed:
+        for host in HOSTS:
+            if times[host]["processes"] is None and not any(alive(procs[host], pid) for pid in pids[host]):
+                times[host]["processes"] = time.monotonic() - started
+            if times[host]["files"] is None:
+                listing = on_host(LAB, host, "ls -A %s" % TARGET).stdout.split()
+                if listing == ["lost+found"] and not users_of(host, run_dir):
+                    times[host]["files"] = time.monotonic() - started
+        if killed and all(value is not None for host in HOSTS for value in times[host].values()):
             break
         time.sleep(0.2)
     process.wait(timeout=30)
@@ -174,29 +215,41 @@ def test_cancel_leaves_no_process_and_no_file_and_the_next_run_completes(bcancel
     tests, tool, marker = CASES[case]
     run_id = "cancel-%s-%s" % (case.replace("_", "-"), secrets.token_hex(3))
     run_dir = "%s/diskproof-%s" % (TARGET, run_id)
-    if cron_status(LAB, HOST) != 0:        # an earlier case failed before its rerun restored it
+    if any(cron_status(LAB, host) != 0 for host in HOSTS):   # an earlier case failed before its rerun restored it
         start_service_everywhere(LAB)
+    before = {host: unit_states(LAB, host) for host in HOSTS}
+    transient_before = transient_units(SYSTEMD_HOST)
     process = start_validate(tmp_path, tests, run_id, runtime_s=40)
+    procs = {host: host_proc(LAB, host) for host in HOSTS}
     try:
         log = tmp_path / ("%s.log" % run_id)
-        pids, modules = tool_tree(wait_for_tool(process, run_dir, tool, marker % run_dir if "%s" in marker else marker,
-                                                log), tool)
-        assert cron_status(LAB, HOST) == 3               # quiesced: the cancel comes in the middle of the run
-        assert modules and all("python" in cmdline(pid) for pid in modules), {pid: cmdline(pid) for pid in modules}
-        times = cancel_like_awx(process, run_dir, pids)
+        seen = wait_for_tool(process, run_dir, tool, marker % run_dir if "%s" in marker else marker, log)
+        trees = {host: tool_tree(procs[host], seen[host], tool) for host in HOSTS}
+        for host in HOSTS:
+            assert cron_status(LAB, host) == 3           # quiesced: the cancel comes in the middle of the run
+            modules = trees[host][1]
+            assert modules and all("python" in cmdline(procs[host], pid) for pid in modules), (
+                host, {pid: cmdline(procs[host], pid) for pid in modules})
+        times = cancel_like_awx(process, run_dir, procs, {host: tree[0] for host, tree in trees.items()})
     finally:
         if process.poll() is None:                       # the test failed before the cancel: end the run
             process.terminate()
             process.wait(timeout=60)
-    print("%s: cancelled; tool PIDs %s gone after %s s, run directory and open files gone after %s s"
-          % (case, sorted(pids), times["processes"], times["files"]))
-    survivors = {pid: cmdline(pid) for pid in pids | modules if alive(pid)}
-    assert survivors == {}, "still running 15 s after the cancel: %s" % survivors
-    assert times["processes"] is not None and times["processes"] <= DEADLINE_S, times
-    assert users_of(run_dir) == {} and lsof_users(run_dir) == []
-    assert on_host(LAB, HOST, "ls -A %s" % TARGET).stdout.split() == ["lost+found"]
-    assert times["files"] is not None and times["files"] <= DEADLINE_S, times
-    assert fences_of(modules) == []
+    for host in HOSTS:
+        pids, modules = trees[host]
+        print("%s on %s (%s): cancelled; tool PIDs %s gone after %s s, run directory and open files gone after %s s"
+              % (case, host, INITS[host], sorted(pids), times[host]["processes"], times[host]["files"]))
+        survivors = {pid: cmdline(procs[host], pid) for pid in pids | modules if alive(procs[host], pid)}
+        assert survivors == {}, "still running on %s 15 s after the cancel: %s" % (host, survivors)
+        assert times[host]["processes"] is not None and times[host]["processes"] <= DEADLINE_S, (host, times)
+        assert users_of(host, run_dir) == {} and lsof_users(host, run_dir) == [], host
+        assert on_host(LAB, host, "ls -A %s" % TARGET).stdout.split() == ["lost+found"], host
+        assert times[host]["files"] is not None and times[host]["files"] <= DEADLINE_S, (host, times)
+        assert fences_of(modules) == [], host
+    # The systemd host has a PID namespace of its own: no benchmark tool may run there at all, and systemd holds
+    # no unit the run could have started.
+    assert tools_running(SYSTEMD_HOST) == []
+    assert transient_units(SYSTEMD_HOST) == transient_before
 
     # The next run: the quiesce restores what the cancelled run stopped, everything is measured.
     next_id = "after-%s" % run_id
@@ -205,8 +258,10 @@ def test_cancel_leaves_no_process_and_no_file_and_the_next_run_completes(bcancel
     output = (tmp_path / ("%s.log" % next_id)).read_text()
     assert returncode == 0, output
     report = json.loads((tmp_path / next_id / "report.json").read_text())
-    measured = {entry["test"]: entry for entry in report["results"]}
-    for test in tests:
-        assert measured[test]["verdict"] != "error", measured[test]
-    assert cron_status(LAB, HOST) == 0
-    assert on_host(LAB, HOST, "ls -A %s" % TARGET).stdout.split() == ["lost+found"]
+    measured = {(entry["host"], entry["test"]): entry for entry in report["results"]}
+    assert sorted(measured) == sorted((host, test) for host in HOSTS for test in tests), sorted(measured)
+    for entry in measured.values():
+        assert entry["verdict"] != "error", entry
+    for host in HOSTS:
+        assert unit_states(LAB, host) == before[host], host
+        assert on_host(LAB, host, "ls -A %s" % TARGET).stdout.split() == ["lost+found"], host

@@ -1,12 +1,20 @@
 """Fault injection for the quiesce role on a lab of its own (qfault_lab.yml, lab `qfault`,
-10.231.46.0/24), driving real ansible-playbook runs of quiesce_run.yml:
+10.231.46.0/24: qfault-n01 runs SysV init, qfault-n02 a real systemd), driving real ansible-playbook
+runs of quiesce_run.yml. Scenarios 1-3 run on both hosts in one play, so each fault is proven on
+both inits at the cost of one:
 
-1. ansible-playbook is SIGKILLed (by its PID) while the host is quiesced; the next run restores
-   the host first (its quiesce reports the dead run as recovered) and completes; cron runs after.
-2. The host is cut off the network mid-run (tools/lab cut), healed, the next run does the same.
-3. Two concurrent runs on one host: the second is refused with a message naming the holder (run
-   id, start time, controller); the first is unharmed and restores the host at its end.
-4. A dd already reading the target disk: the run is refused before anything is stopped, naming it.
+1. ansible-playbook is SIGKILLed (by its PID) while the hosts are quiesced; the next run restores
+   each host first (its quiesce reports the dead run as recovered) and completes.
+2. The hosts are cut off the network mid-run (tools/lab cut), healed, the next run does the same.
+3. Two concurrent runs on the same hosts: the second is refused with a message naming the holder
+   (run id, start time, controller); the first is unharmed and restores the hosts at its end.
+4. A dd already reading the target disk: the run is refused before anything is stopped, naming it
+   (on the systemd host).
+
+"Restored" is judged per host with its own init's tool (labhelpers.unit_states): on the systemd
+host `systemctl is-active` / `is-enabled` of cron.service and of every timer, on the SysV host
+`service cron status`, each the same after the restore as before the run; what the dead run had
+stopped (active before, not active while it held the host) is exactly what the rerun recovered.
 
 Root only (the lab needs network namespaces and loop devices); skipped otherwise. The lab is torn
 down in the fixture's finalizer, which also kills every process in its hosts' namespaces (the
@@ -27,13 +35,15 @@ import pytest
 import yaml
 
 import labhelpers
-from labhelpers import BIN, LAB_TOOL, REPO, inventory_path, lab, needs_root, wait_for
+from labhelpers import BIN, CRON_UNIT, LAB_TOOL, REPO, host_init, inventory_path, lab, needs_root, unit_states, wait_for
 
 SPEC = Path(__file__).resolve().parent / "qfault_lab.yml"
 PLAYBOOK = Path(__file__).resolve().parent / "quiesce_run.yml"
 LAB = "qfault"
 INVENTORY = inventory_path(LAB)
 STATE_DIR = "/srv/diskproof-state"
+HOSTS = ("qfault-n01", "qfault-n02")
+INITS = {"qfault-n01": "sysv", "qfault-n02": "systemd"}   # what qfault_lab.yml asks for
 
 pytestmark = needs_root
 
@@ -45,8 +55,18 @@ def on_host(host: str, command: str) -> subprocess.CompletedProcess:
 
 
 def cron_status(host: str) -> int:
-    """Exit code of `service cron status` on the host (0 running, 3 not running): the host's own pidfile."""
+    """0 when cron runs on the host, 3 when not, by the host's own tool (`service cron status` reading its own
+    pidfile on the SysV host, `systemctl is-active cron.service` on the systemd host)."""
     return labhelpers.cron_status(LAB, host)
+
+
+def states(host: str) -> dict:
+    return unit_states(LAB, host)
+
+
+def stopped_between(before: dict, during: dict) -> set:
+    """The units a run stopped, as the host's own tool sees them: active before, not active while quiesced."""
+    return {unit for unit, (active, _enabled) in before.items() if active == "active" and during[unit][0] != "active"}
 
 
 def read_json(host: str, path: str):
@@ -123,6 +143,7 @@ def env(tmp_path_factory):
                                 "-a", "name=cron state=started"], cwd=REPO, env=environment, capture_output=True,
                                text=True, timeout=120, check=False)
         assert start.returncode == 0, start.stdout + start.stderr
+        assert {host: host_init(LAB, host) for host in HOSTS} == INITS
         TIMINGS["lab up + cron start"] = time.monotonic() - started
         yield environment
     finally:
@@ -132,85 +153,123 @@ def env(tmp_path_factory):
         print("\nqfault timings: " + ", ".join("%s %.1f s" % item for item in TIMINGS.items()))
 
 
-def assert_restored(host: str, record: dict, dead_run: str):
+def all_quiesced() -> dict:
+    """{host: its lock} once every host is fully quiesced, else None."""
+    locks = {host: quiesced_lock(host) for host in HOSTS}
+    return locks if all(locks.values()) else None
+
+
+def assert_stopped(host: str, before: dict, during: dict) -> set:
+    """While quiesced: cron stopped (by the host's own tool), nothing that was inactive started, every unit's
+    enabled state untouched. Returns what the run stopped."""
+    stopped = stopped_between(before, during)
+    assert CRON_UNIT[INITS[host]] in stopped, (host, before, during)
+    assert cron_status(host) == 3
+    for unit, (active, enabled) in before.items():
+        assert during[unit][1] == enabled, (host, unit, before[unit], during[unit])
+        if active != "active":
+            assert during[unit][0] == active, (host, unit, before[unit], during[unit])
+    return stopped
+
+
+def assert_restored(host: str, record: dict, dead_run: str, dead_stopped: set, before: dict):
+    """The rerun restored what the dead run had stopped, first, then quiesced and restored the host itself;
+    every unit is as it was before the dead run (is-active and is-enabled), no lock or state file is left."""
     recovered = record["quiesce"]["recovered"]
     assert recovered["run_id"] == dead_run
     assert "is gone" in recovered["reason"]
-    assert recovered["started"] == ["cron"]
-    assert record["quiesce"]["stopped"] == ["cron"]
-    assert record["restore"]["started"] == ["cron"]
+    assert set(recovered["started"]) == dead_stopped, (host, recovered)
+    assert set(record["quiesce"]["stopped"]) == dead_stopped, (host, record["quiesce"]["stopped"])
+    assert sorted(record["restore"]["started"]) == sorted(record["quiesce"]["stopped"])
+    assert states(host) == before
     assert cron_status(host) == 0
     assert read_json(host, STATE_DIR + "/quiesce.lock") is None
     assert read_json(host, STATE_DIR + "/quiesce-state.json") is None
 
 
 def test_sigkilled_controller_then_rerun_restores_first(env, tmp_path):
-    host = "qfault-n01"
     started = time.monotonic()
-    assert cron_status(host) == 0
-    first = Run(tmp_path, "killed", host, 60, env)
-    lock = wait_for("the host to be quiesced", lambda: quiesced_lock(host), 60)
-    assert cron_status(host) == 3
-    assert lock["controller"]["pid"] == first.process.pid
+    before = {host: states(host) for host in HOSTS}
+    assert all(cron_status(host) == 0 for host in HOSTS)
+    first = Run(tmp_path, "killed", "lab", 60, env)
+    locks = wait_for("the hosts to be quiesced", all_quiesced, 60)
+    during = {host: states(host) for host in HOSTS}
+    dead_stopped = {host: assert_stopped(host, before[host], during[host]) for host in HOSTS}
+    assert {lock["controller"]["pid"] for lock in locks.values()} == {first.process.pid}
     os.kill(first.process.pid, signal.SIGKILL)
     first.wait(10)
     assert first.kill_leftovers(), "expected the killed run's worker to outlive it"
-    assert cron_status(host) == 3                      # the dead run left cron stopped
-    second = Run(tmp_path, "after-kill", host, 1, env)
+    for host in HOSTS:                                 # the dead run left the hosts quiesced
+        assert states(host) == during[host], host
+    second = Run(tmp_path, "after-kill", "lab", 1, env)
     assert second.wait() == 0, second.output
-    assert_restored(host, read_json(host, second.record), lock["run_id"])
+    for host in HOSTS:
+        assert_restored(host, read_json(host, second.record), locks[host]["run_id"], dead_stopped[host], before[host])
     TIMINGS["sigkill scenario"] = time.monotonic() - started
 
 
 def test_host_cut_off_then_healed_rerun_restores_first(env, tmp_path):
-    host = "qfault-n02"
     started = time.monotonic()
-    assert cron_status(host) == 0
-    first = Run(tmp_path, "cut", host, 60, env)
-    lock = wait_for("the host to be quiesced", lambda: quiesced_lock(host), 60)
-    lab("cut", "--name", LAB, host)
+    before = {host: states(host) for host in HOSTS}
+    assert all(cron_status(host) == 0 for host in HOSTS)
+    first = Run(tmp_path, "cut", "lab", 60, env)
+    locks = wait_for("the hosts to be quiesced", all_quiesced, 60)
+    during = {host: states(host) for host in HOSTS}
+    dead_stopped = {host: assert_stopped(host, before[host], during[host]) for host in HOSTS}
     try:
+        for host in HOSTS:
+            lab("cut", "--name", LAB, host)
         rc = first.wait(90)
     finally:
-        lab("heal", "--name", LAB, host)
-    assert rc == 4, first.output                       # host unreachable; the run ends without restoring it
-    assert "UNREACHABLE" in first.output
-    wait_for("ssh after heal", lambda: on_host(host, "true").returncode == 0, 30)
-    assert cron_status(host) == 3                      # left quiesced
-    second = Run(tmp_path, "after-cut", host, 1, env)
+        for host in HOSTS:
+            lab("heal", "--name", LAB, host, check=False)
+    assert rc == 4, first.output                       # hosts unreachable; the run ends without restoring them
+    for host in HOSTS:
+        assert "fatal: [%s]: UNREACHABLE!" % host in first.output, first.output
+    for host in HOSTS:
+        wait_for("ssh to %s after heal" % host, lambda: on_host(host, "true").returncode == 0, 30)
+        assert states(host) == during[host], host     # left quiesced
+    second = Run(tmp_path, "after-cut", "lab", 1, env)
     assert second.wait() == 0, second.output
-    assert_restored(host, read_json(host, second.record), lock["run_id"])
+    for host in HOSTS:
+        assert_restored(host, read_json(host, second.record), locks[host]["run_id"], dead_stopped[host], before[host])
     TIMINGS["cut scenario"] = time.monotonic() - started
 
 
 def test_second_concurrent_run_is_refused_and_the_first_is_unharmed(env, tmp_path):
-    host = "qfault-n01"
     started = time.monotonic()
-    assert cron_status(host) == 0
-    first = Run(tmp_path, "first", host, 20, env)
-    lock = wait_for("the host to be quiesced", lambda: quiesced_lock(host), 60)
-    second = Run(tmp_path, "second", host, 1, env)
+    before = {host: states(host) for host in HOSTS}
+    assert all(cron_status(host) == 0 for host in HOSTS)
+    first = Run(tmp_path, "first", "lab", 20, env)
+    locks = wait_for("the hosts to be quiesced", all_quiesced, 60)
+    during = {host: states(host) for host in HOSTS}
+    for host in HOSTS:
+        assert_stopped(host, before[host], during[host])
+    second = Run(tmp_path, "second", "lab", 1, env)
     assert second.wait() == 2, second.output
-    refusal = "refusing to quiesce: the host is locked by run %s (started %s from controller %s" % (
-        lock["run_id"], lock["started"], socket.gethostname())
-    assert refusal in second.output
-    record = read_json(host, second.record)
-    assert record["quiesce"]["holder"]["run_id"] == lock["run_id"]
-    assert "left alone" in record["restore"]["msg"]      # its always-restore did not touch the first run's host
-    assert read_json(host, STATE_DIR + "/quiesce.lock") == lock
-    assert cron_status(host) == 3
+    for host in HOSTS:
+        lock = locks[host]
+        refusal = "refusing to quiesce: the host is locked by run %s (started %s from controller %s" % (
+            lock["run_id"], lock["started"], socket.gethostname())
+        assert refusal in second.output
+        record = read_json(host, second.record)
+        assert record["quiesce"]["holder"]["run_id"] == lock["run_id"]
+        assert "left alone" in record["restore"]["msg"]  # its always-restore did not touch the first run's host
+        assert read_json(host, STATE_DIR + "/quiesce.lock") == lock
+        assert states(host) == during[host], host       # still as the first run quiesced it
     assert first.process.poll() is None
     assert first.wait() == 0, first.output
-    record = read_json(host, first.record)
-    assert record["quiesce"]["recovered"] is None
-    assert record["restore"]["started"] == ["cron"]
-    assert cron_status(host) == 0
-    assert read_json(host, STATE_DIR + "/quiesce.lock") is None
+    for host in HOSTS:
+        record = read_json(host, first.record)
+        assert record["quiesce"]["recovered"] is None
+        assert set(record["restore"]["started"]) == stopped_between(before[host], during[host]), (host, record)
+        assert states(host) == before[host], host
+        assert read_json(host, STATE_DIR + "/quiesce.lock") is None
     TIMINGS["concurrent scenario"] = time.monotonic() - started
 
 
 def test_run_is_refused_while_another_dd_reads_the_target(env, tmp_path):
-    host = "qfault-n02"
+    host = "qfault-n02"                                # the systemd host: its own PID namespace, its own ps
     started = time.monotonic()
     assert cron_status(host) == 0
     inventory = yaml.safe_load(INVENTORY.read_text())

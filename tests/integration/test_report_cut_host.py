@@ -1,9 +1,15 @@
-"""A host cut off the network in the middle of validate.yml: it is UNREACHABLE within seconds,
-the other hosts finish and are judged, and the report lists the cut host as `not_measured`.
-Then the host is healed: it is still quiesced (cron stopped, the state file and lock of the cut run
-in place, since the play's `always:` restore could not reach it), and the next validate.yml run
+"""Hosts cut off the network in the middle of validate.yml: they are UNREACHABLE within seconds,
+the other hosts finish and are judged, and the report lists the cut hosts as `not_measured`.
+Then the hosts are healed: each is still quiesced (cron stopped, the state file and lock of the cut
+run in place, since the play's `always:` restore could not reach it), and the next validate.yml run
 restores it first from that saved state (its quiesce reports the repair as `changed`), measures it
-and leaves cron running and nothing of either run on its disk.
+and leaves every unit as before the cut run and nothing of either run on its disk.
+
+The lab (rcut_lab.yml) is mixed: one SysV and one systemd host are cut, a SysV host is judged, so
+the cut, the leftover state and the repair are proven on both inits in one run (the always: restore
+of a systemd host in validate.yml is test_cancel.py's rerun). Unit states are
+read with each host's own tool (labhelpers.unit_states: `systemctl is-active`/`is-enabled` of
+cron.service and every timer on a systemd host, `service cron status` on a SysV host).
 
 Real lab (tools/lab, lab `rcut`), real ansible-playbook with the report callback. Root only.
 test_quiesce_faults.py covers the same cut-and-heal with the quiesce-only playbook; this is the full
@@ -19,13 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from labhelpers import (BIN, REPO, ansible_env, cron_status, inventory_path, lab, needs_root, on_host, playbook,
-                        running_lab, wait_for)
+from labhelpers import (BIN, CRON_UNIT, REPO, ansible_env, cron_status, host_init, inventory_path, lab, needs_root,
+                        on_host, playbook, running_lab, unit_states, wait_for)
 
 SPEC = Path(__file__).resolve().parent / "rcut_lab.yml"
 LAB = "rcut"
-HOSTS = ["rcut-n01", "rcut-n02", "rcut-n03"]
-CUT_HOST = "rcut-n02"
+INITS = {"rcut-n01": "sysv", "rcut-n02": "sysv", "rcut-n03": "systemd"}  # what rcut_lab.yml asks for
+HOSTS = sorted(INITS)
+CUT_HOSTS = ["rcut-n02", "rcut-n03"]    # one SysV, one systemd
+JUDGED_HOSTS = ["rcut-n01"]
 TARGET = "/srv/diskproof/d0"
 STATE_DIR = "/srv/diskproof-state"      # the lab inventory's quiesce_state_dir
 
@@ -37,9 +45,11 @@ def rcut_lab():
     # cron runs on every host, so the quiesce has something to stop and the restore something to start.
     with running_lab(LAB, SPEC):
         try:
+            assert {host: host_init(LAB, host) for host in HOSTS} == INITS
             yield
         finally:
-            lab("heal", "--name", LAB, CUT_HOST, check=False)
+            for host in CUT_HOSTS:
+                lab("heal", "--name", LAB, host, check=False)
 
 
 def read_json(host: str, path: str):
@@ -48,7 +58,8 @@ def read_json(host: str, path: str):
 
 
 def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rcut_lab, tmp_path):
-    assert [cron_status(LAB, host) for host in HOSTS] == [0, 0, 0]
+    assert [cron_status(LAB, host) for host in HOSTS] == [0] * len(HOSTS)
+    before = {host: unit_states(LAB, host) for host in HOSTS}
     report_dir = tmp_path / "report"
     log_path = tmp_path / "validate.log"
     started = time.monotonic()
@@ -60,16 +71,20 @@ def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rc
             cwd=REPO, env=ansible_env(DISKPROOF_REPORT_DIR=str(report_dir)), stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
     try:
-        # Cut the host once its dd write is under way: its test file exists.
-        wait_for("the write on %s to start" % CUT_HOST,
-                 lambda: run.poll() is not None or on_host(LAB, CUT_HOST, "test -e %s/diskproof-*/diskproof.testfile"
-                                                           % TARGET).returncode == 0, 90)
+        # Cut the hosts once their dd writes are under way: their test files exist.
+        for host in CUT_HOSTS:
+            wait_for("the write on %s to start" % host,
+                     lambda: run.poll() is not None or on_host(LAB, host, "test -e %s/diskproof-*/diskproof.testfile"
+                                                               % TARGET).returncode == 0, 90)
         assert run.poll() is None, "the play ended before the write started:\n" + log_path.read_text()
-        assert cron_status(LAB, CUT_HOST) == 3          # quiesced while it writes
+        for host in CUT_HOSTS:
+            assert cron_status(LAB, host) == 3          # quiesced while it writes
         cut_at = time.monotonic()
-        lab("cut", "--name", LAB, CUT_HOST)
-        wait_for("%s to be declared UNREACHABLE" % CUT_HOST,
-                 lambda: "UNREACHABLE" in log_path.read_text() or run.poll() is not None, 60, 0.2)
+        for host in CUT_HOSTS:
+            lab("cut", "--name", LAB, host)
+        wait_for("%s to be declared UNREACHABLE" % " and ".join(CUT_HOSTS),
+                 lambda: all("fatal: [%s]: UNREACHABLE!" % host in log_path.read_text() for host in CUT_HOSTS)
+                 or run.poll() is not None, 60, 0.2)
         unreachable_after = time.monotonic() - cut_at
         returncode = run.wait(timeout=180)
     finally:
@@ -79,7 +94,8 @@ def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rc
     output = log_path.read_text()
 
     assert returncode == 4, output  # ansible-playbook's code for an unreachable host
-    assert re.search(r"fatal: \[%s\]: UNREACHABLE!" % CUT_HOST, output), output
+    for host in CUT_HOSTS:
+        assert re.search(r"fatal: \[%s\]: UNREACHABLE!" % host, output), output
     # ServerAlive (2 s x 2) in the lab inventory: seconds, not the TCP timeout's minutes (margin for a loaded machine).
     assert unreachable_after < 30, "UNREACHABLE only %.1f s after the cut" % unreachable_after
     report = json.loads((report_dir / "report.json").read_text())
@@ -87,50 +103,62 @@ def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rc
     for entry in report["results"]:
         by_host.setdefault(entry["host"], []).append(entry)
     assert sorted(by_host) == HOSTS
-    assert [entry["verdict"] for entry in by_host[CUT_HOST]] == ["not_measured"] * len(by_host[CUT_HOST])
-    assert any("unreachable" in entry["reason"] for entry in by_host[CUT_HOST])
-    for host in ("rcut-n01", "rcut-n03"):
+    for host in CUT_HOSTS:
+        assert [entry["verdict"] for entry in by_host[host]] == ["not_measured"] * len(by_host[host])
+        assert any("unreachable" in entry["reason"] for entry in by_host[host])
+    for host in JUDGED_HOSTS:
         assert sorted(entry["test"] for entry in by_host[host]) == ["dd_seq_read", "dd_seq_write", "fio_rand_read"]
         assert all(entry["verdict"] == "pass" for entry in by_host[host]), by_host[host]
-        assert cron_status(LAB, host) == 0              # restored by the play's always:
+        assert unit_states(LAB, host) == before[host], host      # restored by the play's always:
     print("\ncut after %.1f s of the play; UNREACHABLE %.1f s after the cut; play ended %.1f s after the cut "
           "(%.1f s in all)" % (cut_at - started, unreachable_after, finished - cut_at, finished - started))
 
-    # Heal: the host is as the cut left it, quiesced, with the cut run's saved state.
-    lab("heal", "--name", LAB, CUT_HOST)
-    wait_for("ssh to %s after the heal" % CUT_HOST, lambda: on_host(LAB, CUT_HOST, "true").returncode == 0, 30)
-    assert cron_status(LAB, CUT_HOST) == 3
-    state = read_json(CUT_HOST, STATE_DIR + "/quiesce-state.json")
-    lock = read_json(CUT_HOST, STATE_DIR + "/quiesce.lock")
-    assert state is not None and lock is not None
-    assert state["phase"] == "quiesced" and state["run_id"] == lock["run_id"]
-    assert [(service["unit"], service["was_running"], service["stopped"]) for service in state["services"]] == [
-        ("cron", True, True)]
-    # The cut run's directory and test file are still on the disk (its always: cleanup could not reach it); its
-    # note names this host and the lock of the cut run.
-    left = on_host(LAB, CUT_HOST, "ls -A %s" % TARGET).stdout.split()
-    assert len(left) == 2 and left[0].startswith("diskproof-") and left[1] == "lost+found", left
-    leftover = "%s/%s" % (TARGET, left[0])
-    assert on_host(LAB, CUT_HOST, "test -f %s/diskproof.testfile" % leftover).returncode == 0
-    note = on_host(LAB, CUT_HOST, "cat %s/.diskproof-run" % leftover).stdout.splitlines()
-    assert note[1:] == ["host: %s" % CUT_HOST, "lock_run_id: %s" % state["run_id"]], note
+    # Heal: each host is as the cut left it, quiesced, with the cut run's saved state.
+    leftovers = {}
+    for host in CUT_HOSTS:
+        lab("heal", "--name", LAB, host)
+    for host in CUT_HOSTS:
+        wait_for("ssh to %s after the heal" % host, lambda: on_host(LAB, host, "true").returncode == 0, 30)
+        assert cron_status(LAB, host) == 3
+        quiesced = unit_states(LAB, host)
+        assert quiesced[CRON_UNIT[INITS[host]]][0] == "inactive", (host, quiesced)
+        assert {unit: enabled for unit, (_active, enabled) in quiesced.items()} == {
+            unit: enabled for unit, (_active, enabled) in before[host].items()}, host
+        state = read_json(host, STATE_DIR + "/quiesce-state.json")
+        lock = read_json(host, STATE_DIR + "/quiesce.lock")
+        assert state is not None and lock is not None
+        assert state["phase"] == "quiesced" and state["run_id"] == lock["run_id"]
+        assert state["service_manager"] == INITS[host]
+        # The cut run's directory and test file are still on the disk (its always: cleanup could not reach it); its
+        # note names this host and the lock of the cut run.
+        left = on_host(LAB, host, "ls -A %s" % TARGET).stdout.split()
+        assert len(left) == 2 and left[0].startswith("diskproof-") and left[1] == "lost+found", left
+        leftover = "%s/%s" % (TARGET, left[0])
+        assert on_host(LAB, host, "test -f %s/diskproof.testfile" % leftover).returncode == 0
+        note = on_host(LAB, host, "cat %s/.diskproof-run" % leftover).stdout.splitlines()
+        assert note[1:] == ["host: %s" % host, "lock_run_id: %s" % state["run_id"]], note
+        leftovers[host] = (leftover, state["run_id"])
 
-    # Rerun (what docs/quiesce.md promises: the next run restores the host first), on the healed host only.
+    # Rerun (what docs/quiesce.md promises: the next run restores the host first), on the healed hosts only.
     rerun_at = time.monotonic()
     returncode, output, report = playbook(inventory_path(LAB), REPO / "playbooks" / "validate.yml",
-                                          tmp_path / "rerun", "diskproof_hosts=%s" % CUT_HOST,
+                                          tmp_path / "rerun", "diskproof_hosts=%s" % ":".join(CUT_HOSTS),
                                           {"benchmark_tests": ["dd_seq_write"], "benchmark_repeats": 1,
                                            "quiesce_idle_window": 1})
     assert returncode == 0, output
     # The quiesce reports a change only when it restored a dead run's leftovers first; the plan then removed the
     # cut run's directory (before it read the free space).
-    assert re.search(r"TASK \[diskproof\.fleet\.quiesce : Lock the host[^\n]*\*+\nchanged: \[%s\]" % CUT_HOST,
-                     output), output
-    assert "removed %s, left by the aborted run %s" % (leftover, state["run_id"]) in output, output
-    assert [(entry["host"], entry["test"], entry["verdict"]) for entry in report["results"]] == [
-        (CUT_HOST, "dd_seq_write", "pass")]
-    assert cron_status(LAB, CUT_HOST) == 0
-    assert read_json(CUT_HOST, STATE_DIR + "/quiesce-state.json") is None
-    assert read_json(CUT_HOST, STATE_DIR + "/quiesce.lock") is None
-    assert on_host(LAB, CUT_HOST, "ls -A %s" % TARGET).stdout.split() == ["lost+found"]
-    print("rerun restored and measured %s in %.1f s" % (CUT_HOST, time.monotonic() - rerun_at))
+    lock_task = re.search(r"TASK \[diskproof\.fleet\.quiesce : Lock the host[^\n]*\*+\n((?:\w+: \[[^\n]*\n)+)",
+                          output)
+    assert lock_task, output
+    for host in CUT_HOSTS:
+        assert "changed: [%s]" % host in lock_task.group(1), lock_task.group(0)
+        assert "removed %s, left by the aborted run %s" % leftovers[host] in output, output
+    assert sorted((entry["host"], entry["test"], entry["verdict"]) for entry in report["results"]) == [
+        (host, "dd_seq_write", "pass") for host in CUT_HOSTS]
+    for host in CUT_HOSTS:
+        assert unit_states(LAB, host) == before[host], host
+        assert read_json(host, STATE_DIR + "/quiesce-state.json") is None
+        assert read_json(host, STATE_DIR + "/quiesce.lock") is None
+        assert on_host(LAB, host, "ls -A %s" % TARGET).stdout.split() == ["lost+found"]
+    print("rerun restored and measured %s in %.1f s" % (" and ".join(CUT_HOSTS), time.monotonic() - rerun_at))

@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -25,7 +26,8 @@ from typing import Any
 from . import DEFAULT_STATE_ROOT
 from .inventory import build_inventory, render_inventory
 from .journal import JOURNAL_FILE, Journal, read_journal
-from .spec import HostSpec, LabSpec, format_bytes
+from . import fob, nspawn
+from .spec import DiskSpec, HostSpec, LabSpec, format_bytes
 from .system import (CLEAN_ENV, CommandError, device_for_major_minor, iface_exists, is_alive, is_mountpoint, kill,
                      loop_backing_file, loops_backed_by, major_minor, mounts_under, netns_exists, run,
                      spawn_detached, ssh_clients_connected_to, wait_dead)
@@ -81,10 +83,35 @@ fi
 exec /usr/sbin/sshd -D -e -f "$6"
 """
 
+# A systemd host's nspawn starts from a private copy of root's mounts without other labs' loop-device
+# filesystems (the same rule as HOST_SCRIPT): its mount namespace must not keep their loops busy.
+# And in a cgroup of its own in the hierarchies systemd manages ($2 below each): an nspawn started in
+# the root cgroup puts its container at /payload, the same path for every systemd host of every lab,
+# so `systemctl stop cron` on one host would kill cron on all of them, and their CPU counters would
+# be one.
+NSPAWN_SCRIPT = """set -e -f
+for mp in $(awk -v own="$1/" '$3 ~ /^7:/ && index($5, own) != 1 {print $5}' /proc/self/mountinfo | sort -r); do
+  umount -l "$mp" 2>/dev/null || true
+done
+for hierarchy in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
+  if [ -d "$hierarchy" ]; then
+    mkdir -p "$hierarchy/$2"
+    echo $$ > "$hierarchy/$2/cgroup.procs"
+  fi
+done
+shift 2
+exec "$@"
+"""
+# The cgroup hierarchies a systemd host gets its own cgroup in (cgroup v1 "hybrid": systemd's named
+# hierarchy and the unified one); down removes the lab's subtree in each.
+SYSTEMD_CGROUP_ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
+# How long a systemd host may take from nspawn to `systemctl is-system-running` answering.
+BOOT_TIMEOUT_S = 60.0
+
 SSHD_CONFIG = """# diskproof lab host {host} (written by tools/lab; removed by tools/lab down)
 ListenAddress {address}:22
 HostKey {host_key}
-PidFile /run/sshd.pid
+PidFile {pid_file}
 AuthorizedKeysFile {authorized_keys}
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
@@ -268,6 +295,14 @@ def preflight(spec: LabSpec) -> None:
     for path in (SSHD, "/dev/loop-control", *(os.path.join(BLKIO_DIR, name) for name in THROTTLE_FILES.values())):
         if not os.path.exists(path):
             problems.append(f"{path}: missing (need {'openssh-server' if path == SSHD else 'cgroup v1 blkio and loop devices'})")
+    if any(host.init == "systemd" for host in spec.hosts):
+        problems.extend(f"{path}: missing (systemd hosts need the package systemd-container and systemd)"
+                        for path in nspawn.missing_tools())
+        with open("/proc/filesystems", encoding="ascii") as handle:
+            if "overlay" not in handle.read().split():
+                problems.append("this kernel has no overlay filesystem (systemd hosts boot on an overlay of /)")
+        if not is_mountpoint(nspawn.CGROUP_MEMORY):
+            problems.append(f"{nspawn.CGROUP_MEMORY} is not mounted (systemd hosts get the cgroup v1 memory hierarchy)")
     workdir = workdir_for(spec.name)
     if os.path.lexists(workdir):
         problems.append(f"{workdir} already exists: another lab named {spec.name} is up, or one whose state was lost "
@@ -319,7 +354,7 @@ def up(spec: LabSpec, state_dir: str, spec_path: str, replace: bool = False, kee
         journal.record("lab", name=spec.name, spec=spec.to_dict(), spec_path=os.path.abspath(spec_path),
                        state_dir=state_dir, workdir=workdir_for(spec.name), created_dirs=created_dirs,
                        up_pid=os.getpid(), up_pid_start=_process_start_time(os.getpid()), started=_now())
-        devices = _build(spec, state_dir, journal, ssh_timeout)
+        devices, boot = _build(spec, state_dir, journal, ssh_timeout)
     except BaseException as exc:  # noqa: BLE001 - SIGTERM/Ctrl-C included: roll back, then re-raise
         journal.close()
         if keep_on_failure:
@@ -334,12 +369,13 @@ def up(spec: LabSpec, state_dir: str, spec_path: str, replace: bool = False, kee
     journal.close()
 
     elapsed = time.monotonic() - started
-    for line in summary_lines(spec, devices, state_dir):
+    for line in summary_lines(spec, devices, state_dir, boot):
         say(line)
     say(f"lab {spec.name} up in {elapsed:.1f} s")
 
 
-def _build(spec: LabSpec, state_dir: str, journal: Journal, ssh_timeout: float) -> dict[str, list[dict[str, str]]]:
+def _build(spec: LabSpec, state_dir: str, journal: Journal,
+           ssh_timeout: float) -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any]]]:
     workdir = workdir_for(spec.name)
     key = os.path.join(state_dir, KEY_FILE)
     os.mkdir(os.path.join(state_dir, LOG_DIR), 0o755)
@@ -402,21 +438,34 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal, ssh_timeout: float) 
                 journal.record("mount", mountpoint=mountpoint, role="disk", device=device["device"])
                 run(["mount", "-t", "ext4", f"/dev/{device['device']}", mountpoint])
             throttled = [key_name for key_name in THROTTLE_FILES if getattr(disk, key_name)]
+            if disk.fob_bytes and "write_iops" not in throttled:
+                throttled.append("write_iops")  # the watcher sets it once the disk is written: down removes it
             journal.record("throttle", major_minor=device["major_minor"], image=images[(host.name, disk.index)], keys=throttled)
             for key_name in throttled:
-                _write_throttle(THROTTLE_FILES[key_name], device["major_minor"], getattr(disk, key_name))
+                if getattr(disk, key_name):
+                    _write_throttle(THROTTLE_FILES[key_name], device["major_minor"], getattr(disk, key_name))
             _set_read_ahead(device["major_minor"], images[(host.name, disk.index)], journal)
             dirty_limit = dirty_limit_bytes(host.memory_bytes)
             if dirty_limit:
                 _limit_dirty(device["major_minor"], images[(host.name, disk.index)], dirty_limit, journal)
 
     for host in spec.hosts:
-        _start_sshd(spec, host, state_dir, journal)
-    _wait_for_ssh(spec, key, ssh_timeout, state_dir)
+        for disk in host.disks:
+            if disk.fob_bytes:
+                _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
 
-    _write_outputs(spec, devices, state_dir)
+    spawned: dict[str, float] = {}
+    for host in spec.hosts:
+        if host.init == "systemd":
+            spawned[host.name] = _start_systemd_host(spec, host, devices[host.name], state_dir, journal)
+        else:
+            _start_sshd(spec, host, state_dir, journal)
+    _wait_for_ssh(spec, key, max(ssh_timeout, BOOT_TIMEOUT_S if spawned else 0), state_dir)
+    boot = _wait_for_boot(spec, key, spawned, state_dir)
+
+    _write_outputs(spec, devices, state_dir, boot)
     journal.record("up_complete", finished=_now())
-    return devices
+    return devices, boot
 
 
 def _loop_is_clean(device: str, throttles: dict[str, dict[str, int]]) -> bool:
@@ -502,7 +551,7 @@ def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal)
     sshd_dir = os.path.join(workdir, "sshd")
     config = os.path.join(sshd_dir, f"{host.name}.conf")
     with open(config, "w", encoding="utf-8") as handle:
-        handle.write(SSHD_CONFIG.format(host=host.name, address=host.address,
+        handle.write(SSHD_CONFIG.format(host=host.name, address=host.address, pid_file="/run/sshd.pid",
                                         host_key=os.path.join(sshd_dir, "ssh_host_ed25519_key"),
                                         authorized_keys=os.path.join(sshd_dir, "authorized_keys"),
                                         sftp_server=SFTP_SERVER))
@@ -514,6 +563,105 @@ def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal)
     journal.record("sshd", host=host.name, netns=host.netns)
     pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.sshd.log"))
     journal.record("sshd_pid", host=host.name, pid=pid)
+
+
+def fob_state_file(workdir: str, host_name: str, disk_index: int) -> str:
+    return os.path.join(workdir, "fob", f"{host_name}-d{disk_index}.json")
+
+
+def _start_fob_watcher(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
+                       journal: Journal) -> None:
+    """The fresh-SSD watcher of one disk (tools/labkit/fob.py), a process of its own in this namespace."""
+    state_file = fob_state_file(workdir_for(spec.name), host.name, disk.index)
+    os.makedirs(os.path.dirname(state_file), exist_ok=True)
+    argv = [sys.executable, fob.__file__, state_file, device["device"], device["major_minor"], str(disk.fob_bytes),
+            str(disk.write_iops or 0), str(disk.steady_write_iops), str(disk.unsteady_period_s or 0)]
+    journal.record("fob_watcher", host=host.name, disk=disk.index)
+    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}-d{disk.index}.fob.log"))
+    journal.record("fob_watcher_pid", host=host.name, disk=disk.index, pid=pid, start=_process_start_time(pid))
+    if not _retry(lambda: os.path.exists(state_file), 5.0):
+        raise LabError(f"the fresh-SSD watcher of {host.name} d{disk.index} did not start: "
+                       f"{' '.join(_tail(os.path.join(state_dir, LOG_DIR, f'{host.name}-d{disk.index}.fob.log'), 5))}")
+
+
+def _start_systemd_host(spec: LabSpec, host: HostSpec, devices: list[dict[str, str]], state_dir: str,
+                        journal: Journal) -> float:
+    """Mount the host's overlay of /, make it the host's (name, machine id, sshd, masks) and boot it
+    with systemd-nspawn in the host's network namespace. Returns the monotonic time of the spawn."""
+    workdir = workdir_for(spec.name)
+    host_dir = os.path.join(workdir, "hosts", host.name)
+    dirs = nspawn.overlay_dirs(host_dir)
+    for path in dirs.values():
+        os.mkdir(path, 0o755)
+    journal.record("mount", mountpoint=dirs["root"], role="overlay")
+    run(nspawn.overlay_mount_argv(host, dirs))
+    sshd_dir = os.path.join(workdir, "sshd")
+    config = SSHD_CONFIG.format(host=host.name, address=host.address, pid_file="/run/sshd.pid",
+                                host_key=f"/etc/ssh/{nspawn.HOST_KEY_NAME}",
+                                authorized_keys=f"/etc/ssh/{nspawn.AUTHORIZED_KEYS_NAME}", sftp_server=SFTP_SERVER)
+    nspawn.prepare_root(dirs["root"], host, config, os.path.join(sshd_dir, "ssh_host_ed25519_key"),
+                        os.path.join(sshd_dir, "authorized_keys"))
+    # nspawn creates its runtime dirs on first use; down removes those this lab saw appear.
+    journal.record("nspawn_runtime", created=[path for path in nspawn.NSPAWN_RUNTIME_DIRS if not os.path.isdir(path)])
+    cgroup = lab_cgroup(spec.name) + "/" + host.name
+    journal.record("nspawn_cgroup", lab_path=lab_cgroup(spec.name), path=cgroup)
+    argv = ["unshare", "--mount", "--propagation", "slave", "sh", "-c", NSPAWN_SCRIPT, f"diskproof-{host.name}",
+            workdir, cgroup, *nspawn.nspawn_argv(host, dirs["root"], host_dir, [device["device"] for device in devices])]
+    journal.record("nspawn", host=host.name, netns=host.netns)
+    spawned = time.monotonic()
+    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.nspawn.log"), nspawn.nspawn_env(CLEAN_ENV))
+    journal.record("nspawn_pid", host=host.name, pid=pid, start=_process_start_time(pid))
+    return spawned
+
+
+def lab_cgroup(lab: str) -> str:
+    """The lab's cgroup below each of SYSTEMD_CGROUP_ROOTS (its systemd hosts each have one inside)."""
+    return f"diskproof-lab-{lab}"
+
+
+def _remove_cgroup_tree(path: str) -> bool:
+    """rmdir a cgroup and everything below it, deepest first (a cgroup dir holds only kernel files);
+    True when it is gone. A cgroup that still has processes stays."""
+    if not os.path.isdir(path):
+        return True
+    for directory, _subdirs, _files in os.walk(path, topdown=False):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            pass
+    return not os.path.isdir(path)
+
+
+def _wait_for_boot(spec: LabSpec, key: str, spawned: dict[str, float], state_dir: str) -> dict[str, dict[str, Any]]:
+    """Wait for each systemd host to finish booting; its state and seconds from spawn to booted."""
+    def wait_one(host: HostSpec) -> dict[str, Any]:
+        command = ["systemctl", "is-system-running", "--wait"]
+        try:
+            result = run(ssh_argv(key, host.address, command, connect_timeout=5), check=False, timeout=BOOT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return {"state": "timeout", "seconds": None, "failed": []}
+        seconds = round(time.monotonic() - spawned[host.name], 1)
+        state = result.stdout.strip() or result.stderr.strip()
+        failed: list[str] = []
+        if state != "running":
+            listing = run(ssh_argv(key, host.address, ["systemctl", "--failed", "--plain", "--no-legend"]),
+                          check=False, timeout=30)
+            failed = [line.split()[0] for line in listing.stdout.splitlines() if line.strip()]
+        return {"state": state, "seconds": seconds, "failed": failed}
+
+    hosts = [host for host in spec.hosts if host.name in spawned]
+    if not hosts:
+        return {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+        boot = dict(zip((h.name for h in hosts), pool.map(wait_one, hosts)))
+    stuck = {name: info for name, info in boot.items() if info["state"] not in ("running", "degraded")}
+    if stuck:
+        lines = []
+        for name, info in stuck.items():
+            lines.append(f"  - {name}: systemd {info['state']}")
+            lines.extend(f"      nspawn: {line}" for line in _tail(os.path.join(state_dir, LOG_DIR, name + ".nspawn.log"), 5))
+        raise LabError("systemd host(s) did not finish booting:\n" + "\n".join(lines))
+    return boot
 
 
 def _wait_for_ssh(spec: LabSpec, key: str, timeout: float, state_dir: str) -> None:
@@ -543,7 +691,9 @@ def _wait_for_ssh(spec: LabSpec, key: str, timeout: float, state_dir: str) -> No
         lines = []
         for name, error in failed.items():
             lines.append(f"  - {name}: {error}")
-            lines.extend(f"      sshd: {line}" for line in _tail(os.path.join(state_dir, LOG_DIR, name + ".sshd.log"), 5))
+            logs = (name + ".sshd.log", name + ".nspawn.log")
+            lines.extend(f"      {log.split('.')[1]}: {line}" for log in logs
+                         for line in _tail(os.path.join(state_dir, LOG_DIR, log), 5))
         raise LabError(f"sshd not reachable after {timeout:.0f} s on {len(failed)} host(s):\n" + "\n".join(lines))
 
 
@@ -555,7 +705,8 @@ def _tail(path: str, count: int) -> list[str]:
         return []
 
 
-def _write_outputs(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str) -> None:
+def _write_outputs(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str,
+                   boot: dict[str, dict[str, Any]]) -> None:
     key = os.path.join(state_dir, KEY_FILE)
     inventory_path = os.path.join(state_dir, INVENTORY_FILE)
     header = (f"diskproof lab {spec.name}: written by tools/lab up at {_now()}, removed by tools/lab down.\n"
@@ -564,25 +715,44 @@ def _write_outputs(spec: LabSpec, devices: dict[str, list[dict[str, str]]], stat
     with open(inventory_path, "w", encoding="utf-8") as handle:
         handle.write(text)
     lab = {"spec": spec.to_dict(), "devices": devices, "state_dir": state_dir, "workdir": workdir_for(spec.name),
-           "key": key, "inventory": inventory_path}
+           "key": key, "inventory": inventory_path, "boot": boot}
     with open(os.path.join(state_dir, LAB_FILE), "w", encoding="utf-8") as handle:
         json.dump(lab, handle, indent=2)
         handle.write("\n")
 
 
-def summary_lines(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str) -> list[str]:
-    lines = [f"lab {spec.name}: {len(spec.hosts)} hosts on {spec.subnet} (bridge {spec.bridge} {spec.bridge_address})"]
+def init_text(host: HostSpec, boot: dict[str, dict[str, Any]]) -> str:
+    """'sysv', or 'systemd running, booted in 3.1 s' (with the failed units when degraded)."""
+    if host.init != "systemd":
+        return host.init
+    info = boot.get(host.name) or {}
+    text = f"systemd {info.get('state', 'unknown')}"
+    if info.get("seconds") is not None:
+        text += f", booted in {info['seconds']:.1f} s"
+    if info.get("failed"):
+        text += f" (failed: {', '.join(info['failed'])})"
+    return text
+
+
+def summary_lines(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state_dir: str,
+                  boot: dict[str, dict[str, Any]]) -> list[str]:
+    systemd_hosts = sum(host.init == "systemd" for host in spec.hosts)
+    lines = [f"lab {spec.name}: {len(spec.hosts)} hosts on {spec.subnet} (bridge {spec.bridge} {spec.bridge_address}), "
+             f"{systemd_hosts} systemd, {len(spec.hosts) - systemd_hosts} sysv"]
     width = max(len(host.name) for host in spec.hosts)
     for host in spec.hosts:
         dirty = dirty_limit_bytes(host.memory_bytes)
         memory = (f"memory {format_bytes(host.memory_bytes)} (dirty limit per disk {dirty / 2 ** 20:.1f}MiB)"
                   if host.memory_bytes and dirty else "memory -")
-        lines.append(f"  {host.name:<{width}}  {host.address:<15} {memory}")
+        lines.append(f"  {host.name:<{width}}  {host.address:<15} {memory}; init {init_text(host, boot)}")
         for disk in host.disks:
             device = devices[host.name][disk.index]
             where = disk.path or f"/dev/{device['device']}"
+            fresh = (f"; fresh SSD: {format_bytes(disk.fob_bytes)} at these speeds, then {disk.steady_write_iops} write IOPS"
+                     + (f" alternating every {disk.unsteady_period_s} s" if disk.unsteady_period_s else "")
+                     if disk.fob_bytes else "")
             lines.append(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}) {format_bytes(disk.size_bytes)} "
-                         f"{disk.mode} {where}: {_speeds_text(disk.speeds)}")
+                         f"{disk.mode} {where}: {_speeds_text(disk.speeds)}{fresh}")
     lines.append(f"inventory: {os.path.join(state_dir, INVENTORY_FILE)}")
     lines.append(f"ssh:       tools/lab ssh {spec.hosts[0].name}   (key {os.path.join(state_dir, KEY_FILE)})")
     return lines
@@ -661,6 +831,13 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
     kill(clients, signal.SIGTERM)
     kill(wait_dead(clients, 2.0), signal.SIGKILL)
 
+    # 1b. systemd hosts: nspawn turns SIGTERM into a clean shutdown of the container (~1.5 s); the
+    # namespace sweep below kills whatever is left. nspawn itself lives outside the host's netns.
+    nspawns = [r["pid"] for r in of("nspawn_pid")
+               if is_alive(r["pid"]) and _process_start_time(r["pid"]) == r.get("start")]
+    kill(nspawns, signal.SIGTERM)
+    wait_dead(nspawns, 10.0)
+
     # 2. every process of every host namespace; zombies count as dead.
     namespaces = [r["name"] for r in of("netns")]
     killed = 0
@@ -673,6 +850,31 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
         wait_dead(pids, 10.0)
     else:
         problems.append(f"processes still alive in the lab namespaces: {_netns_pids(namespaces)}")
+    stuck = [pid for pid in nspawns if is_alive(pid)]
+    kill(stuck, signal.SIGKILL)
+    if wait_dead(stuck, 10.0):
+        problems.append(f"systemd-nspawn processes still alive: {stuck}")
+
+    # 2a. the systemd hosts' cgroups (the container's systemd leaves its unit cgroups when killed).
+    for record in of("nspawn_cgroup"):
+        for hierarchy in SYSTEMD_CGROUP_ROOTS:
+            path = os.path.join(hierarchy, record["path"])
+            if not _retry(lambda p=path: _remove_cgroup_tree(p), 5.0):
+                problems.append(f"cannot remove cgroup {path} (processes left in it?)")
+    for lab_path in {r["lab_path"] for r in of("nspawn_cgroup")}:
+        for hierarchy in SYSTEMD_CGROUP_ROOTS:
+            try:
+                os.rmdir(os.path.join(hierarchy, lab_path))
+            except OSError:
+                pass  # gone, or not empty: reported above
+
+    # 2b. fresh-SSD watchers, before the throttles they change are removed.
+    watchers = [r["pid"] for r in of("fob_watcher_pid")
+                if is_alive(r["pid"]) and _process_start_time(r["pid"]) == r.get("start")]
+    kill(watchers, signal.SIGTERM)
+    kill(wait_dead(watchers, 5.0), signal.SIGKILL)
+    if wait_dead(watchers, 5.0):
+        problems.append(f"fresh-SSD watcher processes still alive: {watchers}")
 
     # 3. throttles: only for a device that is still the loop of our own image.
     current = read_throttles()
@@ -716,8 +918,8 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
         except OSError as exc:
             problems.append(f"cannot restore the readahead of {record['major_minor']}: {exc}")
 
-    # 4. disk mounts (before the loops they hold), newest first.
-    for record in reversed([r for r in of("mount") if r.get("role") == "disk"]):
+    # 4. systemd hosts' overlays, then disk mounts (before the loops they hold), newest first.
+    for record in reversed([r for r in of("mount") if r.get("role") in ("overlay", "disk")]):
         _unmount(record["mountpoint"], problems)
 
     # 5. loops: only those whose backing file is the image we recorded.
@@ -753,6 +955,13 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
                 shutil.rmtree(path, ignore_errors=True)
                 if os.path.lexists(path):
                     problems.append(f"could not remove {path}")
+
+    # 9. nspawn's runtime dirs under /run/systemd, if this lab saw them appear and nobody uses them now.
+    for path in sorted({p for r in of("nspawn_runtime") for p in r["created"]}, key=len, reverse=True):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass  # gone already, or in use by another lab's systemd host
 
     if problems:
         raise LabError(f"down of lab {name} incomplete; the journal is kept, fix and run down again:\n"
@@ -868,23 +1077,47 @@ def status(state_dir: str, say: Printer = _say) -> bool:
         f"({'up' if iface_exists(spec.bridge) else 'MISSING'})")
     say(f"state {state_dir}  inventory {lab['inventory']}")
     width = max(len(h.name) for h in spec.hosts)
-    say(f"  {'HOST':<{width}}  {'ADDRESS':<15} {'LINK':<8} SSH")
+    say(f"  {'HOST':<{width}}  {'ADDRESS':<15} {'LINK':<8} {'SSH':<12} INIT")
     for host, ok in zip(spec.hosts, reachable):
         link = _link_state(host.netns)
         all_ok = all_ok and ok
-        say(f"  {host.name:<{width}}  {host.address:<15} {link:<8} {'ok' if ok else 'UNREACHABLE'}")
+        init = host.init
+        if host.init == "systemd" and ok:
+            state = run(ssh_argv(key, host.address, ["systemctl", "is-system-running"], connect_timeout=2),
+                        check=False, timeout=15).stdout.strip()
+            init = f"systemd ({state or 'unknown'})"
+            all_ok = all_ok and state in ("running", "degraded")
+        say(f"  {host.name:<{width}}  {host.address:<15} {link:<8} {'ok' if ok else 'UNREACHABLE':<12} {init}")
         for disk in host.disks:
             device = lab["devices"][host.name][disk.index]
             attached = loop_backing_file(device["device"]) is not None
             wanted = {k: v for k, v in disk.speeds.items() if v}
+            fob_text = ""
+            if disk.fob_bytes:
+                phase = _fob_phase(lab["workdir"], host.name, disk.index)
+                if phase.get("write_iops"):
+                    wanted["write_iops"] = phase["write_iops"]
+                fob_text = (f"; fresh SSD: {phase.get('phase', 'WATCHER NOT RUNNING')}, "
+                            f"{format_bytes(phase.get('written_bytes', 0))} of {format_bytes(disk.fob_bytes)} "
+                            f"fresh bytes written when it last changed, then {disk.steady_write_iops} write IOPS"
+                            + (f" alternating every {disk.unsteady_period_s} s" if disk.unsteady_period_s else ""))
+                all_ok = all_ok and bool(phase)
             actual = throttles.get(device["major_minor"], {})
             throttle = "throttle ok" if actual == wanted else f"THROTTLE MISMATCH (now {_speeds_text(actual)})"
             all_ok = all_ok and attached and actual == wanted
             say(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}"
                 f"{'' if attached else ', DETACHED'}) {format_bytes(disk.size_bytes)} {disk.mode} "
                 f"{disk.path or '/dev/' + device['device']}: {_speeds_text(disk.speeds)}; {throttle}; "
-                f"{_dirty_text(device['major_minor'])}")
+                f"{_dirty_text(device['major_minor'])}{fob_text}")
     return all_ok
+
+
+def _fob_phase(workdir: str, host_name: str, disk_index: int) -> dict[str, Any]:
+    try:
+        with open(fob_state_file(workdir, host_name, disk_index), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
 
 
 def ssh_exec(state_dir: str, host_name: str, command: list[str]) -> None:

@@ -29,9 +29,14 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                 "major_minor": device["major_minor"],
                 "size_bytes": disk.size_bytes,
                 **disk.speeds,
+                **({key: value for key, value in disk.fob.items() if value} if disk.fob_bytes else {}),
                 "path": disk.path,
             })
-        host_vars: dict[str, Any] = {"ansible_host": host.address}
+        host_vars: dict[str, Any] = {"ansible_host": host.address, "diskproof_lab_init": host.init}
+        if host.init != "systemd":
+            # A SysV lab host's load average is this whole machine's: no idle gate on it. A systemd host
+            # has a cgroup of its own, whose CPU time the quiesce module reads instead (docs/quiesce.md).
+            host_vars["quiesce_idle_max_load_per_cpu"] = 0
         if host.memory_bytes is not None:
             host_vars["diskproof_memory_bytes"] = host.memory_bytes
             # The lab's memory figure is a declaration (the lab shares this machine's RAM): the cache
@@ -56,8 +61,6 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                         "diskproof_become": False,
                         # Lab hosts share this machine's /var/lib; /srv is their own.
                         "quiesce_state_dir": "/srv/diskproof-state",
-                        # The load average is this whole machine's, not the lab host's.
-                        "quiesce_idle_max_load_per_cpu": 0,
                         # Lab disks are small (1 GiB): keep 64 MiB free instead of the 1 GiB default.
                         "benchmark_reserve_min_bytes": 67108864,
                     },

@@ -41,11 +41,19 @@ SECTOR_BYTES = 512
 MAX_IFNAME_LEN = 15  # IFNAMSIZ - 1
 
 MODES = ("filesystem", "raw")
+# sysv: sshd in a network + mount namespace, SysV `service` (the default, ~0.1 s a host);
+# systemd: a real systemd booted by systemd-nspawn on an overlay of / (~3 s a host).
+INITS = ("sysv", "systemd")
+DEFAULT_INIT = "sysv"
 SPEED_KEYS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
 TOP_KEYS = ("name", "subnet", "defaults", "hosts")
-DEFAULTS_KEYS = ("memory_bytes", "disks")
-HOST_KEYS = ("name", "memory_bytes", "disks")
-DISK_KEYS = ("size", "mode") + SPEED_KEYS
+DEFAULTS_KEYS = ("memory_bytes", "init", "disks")
+HOST_KEYS = ("name", "memory_bytes", "init", "disks")
+# A disk that behaves like a fresh SSD: fob_bytes (fresh out of the box) written at its write speeds,
+# then its write IOPS throttle drops to steady_write_iops (or, with unsteady_period_s, alternates
+# between the two every that many seconds: a disk that never settles). tools/labkit/fob.py watches.
+FOB_KEYS = ("fob_bytes", "steady_write_iops", "unsteady_period_s")
+DISK_KEYS = ("size", "mode") + SPEED_KEYS + FOB_KEYS
 PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 # Inside each host, filesystem disk N is mounted here.
 DISK_MOUNT_ROOT = "/srv/diskproof"
@@ -68,6 +76,9 @@ class DiskSpec:
     write_bytes_per_s: int | None = None
     read_iops: int | None = None
     write_iops: int | None = None
+    fob_bytes: int | None = None
+    steady_write_iops: int | None = None
+    unsteady_period_s: int | None = None
 
     @property
     def path(self) -> str | None:
@@ -77,6 +88,11 @@ class DiskSpec:
     @property
     def speeds(self) -> dict[str, int | None]:
         return {key: getattr(self, key) for key in SPEED_KEYS}
+
+    @property
+    def fob(self) -> dict[str, int | None]:
+        """The fresh-SSD keys (all None for an ordinary disk)."""
+        return {key: getattr(self, key) for key in FOB_KEYS}
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ class HostSpec:
     disks: tuple[DiskSpec, ...]
     netns: str
     veth: str
+    init: str = DEFAULT_INIT
 
 
 @dataclass(frozen=True)
@@ -118,9 +135,10 @@ class LabSpec:
             "hosts": [
                 {
                     "index": h.index, "name": h.name, "address": h.address, "memory_bytes": h.memory_bytes,
-                    "netns": h.netns, "veth": h.veth,
+                    "netns": h.netns, "veth": h.veth, "init": h.init,
                     "disks": [
-                        {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, **d.speeds} for d in h.disks
+                        {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, **d.speeds, **d.fob}
+                        for d in h.disks
                     ],
                 }
                 for h in self.hosts
@@ -132,7 +150,7 @@ class LabSpec:
         hosts = tuple(
             HostSpec(
                 index=h["index"], name=h["name"], address=h["address"], memory_bytes=h["memory_bytes"],
-                netns=h["netns"], veth=h["veth"],
+                netns=h["netns"], veth=h["veth"], init=h.get("init", DEFAULT_INIT),
                 disks=tuple(DiskSpec(**d) for d in h["disks"]),
             )
             for h in data["hosts"]
@@ -313,9 +331,19 @@ def _disk(data: Any, index: int, path: str, problems: _Problems) -> DiskSpec | N
     if mode not in MODES:
         problems.add(_join(path, "mode"), f"must be one of {', '.join(MODES)}, got {describe(mode)}")
     speeds = {key: _positive_int(data[key], _join(path, key), problems) for key in SPEED_KEYS if key in data}
+    fob: dict[str, int | None] = {}
+    if "fob_bytes" in data:
+        fob["fob_bytes"] = _memory(data["fob_bytes"], _join(path, "fob_bytes"), problems)
+        if "steady_write_iops" not in data:
+            problems.add(_join(path, "steady_write_iops"), "required with fob_bytes (the write IOPS once it is written)")
+    for key in ("steady_write_iops", "unsteady_period_s"):
+        if key in data:
+            if "fob_bytes" not in data:
+                problems.add(_join(path, key), "needs fob_bytes (how much the disk takes at its fresh speed)")
+            fob[key] = _positive_int(data[key], _join(path, key), problems)
     if len(problems.items) > before or size is None:
         return None
-    return DiskSpec(index=index, mode=mode, size_bytes=size, **speeds)
+    return DiskSpec(index=index, mode=mode, size_bytes=size, **speeds, **fob)
 
 
 def _disks(data: Any, path: str, problems: _Problems) -> tuple[DiskSpec, ...] | None:
@@ -386,6 +414,9 @@ def validate_spec(data: Any) -> LabSpec:
     if "disks" in defaults:
         default_disks = _disks(defaults["disks"], "defaults.disks", problems)
         defaults_ok = defaults_ok and default_disks is not None
+    default_init = DEFAULT_INIT
+    if "init" in defaults:
+        default_init = _init(defaults["init"], "defaults.init", problems) or DEFAULT_INIT
 
     hosts_data = data.get("hosts")
     hosts: list[HostSpec | None] = []
@@ -402,7 +433,7 @@ def validate_spec(data: Any) -> LabSpec:
             # A defaults that is not a mapping is reported once; hosts then do not repeat "disks: required".
             disks_defaulted = "disks" in defaults or not isinstance(data.get("defaults", {}), dict)
             hosts.append(_host(item, index, lab, subnet, default_memory, default_disks, disks_defaulted,
-                               first_seen, problems))
+                               first_seen, problems, default_init))
 
     if problems.items or not defaults_ok or lab is None or subnet is None or any(h is None for h in hosts):
         raise SpecError(problems.items or ["(top level): invalid SPEC"])
@@ -415,7 +446,7 @@ def validate_spec(data: Any) -> LabSpec:
 
 def _host(data: Any, index: int, lab: str | None, subnet: str | None, default_memory: int | None,
           default_disks: tuple[DiskSpec, ...] | None, default_disks_given: bool, first_seen: dict[str, int],
-          problems: _Problems) -> HostSpec | None:
+          problems: _Problems, default_init: str = DEFAULT_INIT) -> HostSpec | None:
     path = f"hosts[{index}]"
     if not isinstance(data, dict):
         problems.add(path, f"must be a mapping, got {describe(data)}")
@@ -438,6 +469,10 @@ def _host(data: Any, index: int, lab: str | None, subnet: str | None, default_me
     if "memory_bytes" in data:
         memory = _memory(data["memory_bytes"], f"{path}.memory_bytes", problems)
 
+    init = default_init
+    if "init" in data:
+        init = _init(data["init"], f"{path}.init", problems) or default_init
+
     disks = default_disks
     if "disks" in data:
         disks = _disks(data["disks"], f"{path}.disks", problems)
@@ -448,4 +483,11 @@ def _host(data: Any, index: int, lab: str | None, subnet: str | None, default_me
         return None
     address = ipaddress.IPv4Network(subnet).network_address + FIRST_HOST_OCTET + index
     return HostSpec(index=index, name=name, address=str(address), memory_bytes=memory, disks=disks,
-                    netns=netns_name(lab, name), veth=veth_name(lab, index))
+                    netns=netns_name(lab, name), veth=veth_name(lab, index), init=init)
+
+
+def _init(value: Any, path: str, problems: _Problems) -> str | None:
+    if value in INITS:
+        return value
+    problems.add(path, f"must be one of {', '.join(INITS)}, got {describe(value)}")
+    return None

@@ -31,10 +31,10 @@ def run(argv: list[str], check: bool = True, timeout: float = 120) -> subprocess
     return result
 
 
-def spawn_detached(argv: list[str], log_path: str) -> int:
+def spawn_detached(argv: list[str], log_path: str, env: dict[str, str] | None = None) -> int:
     """Start a long-lived process in its own session (it must outlive this tool); return its PID."""
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(argv, env=CLEAN_ENV, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(argv, env=env or CLEAN_ENV, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, close_fds=True)
     return process.pid
 

@@ -56,15 +56,18 @@ def _result(tool: str, version: Optional[str], job: Dict[str, Any]) -> Dict[str,
     }
 
 
-def dd_result(run: dd.DdRun, direction: Optional[str]) -> Dict[str, Any]:
-    """One dd run as a partial record; direction (read, write, copy) says which rate it fills."""
+def dd_result(run: dd.DdRun, direction: Optional[str], notes: Optional[List[str]] = None) -> Dict[str, Any]:
+    """One dd run as a partial record; direction (read, write, copy) says which rate it fills. The rate is
+    always kept as metrics.transfer_bytes_per_s too, so a run of unknown direction never loses its figure."""
     result = _result("dd", None, {"name": None, "index": run.index, "groupid": None, "client": None})
-    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error,
+                  warnings=list(run.warnings) + list(notes or []))
     rate = run.bytes_per_s
+    result["metrics"]["transfer_bytes_per_s"] = rate
     if rate is not None and direction not in DD_DIRECTIONS:
         result["warnings"].append(
-            "dd direction unknown (read, write or copy): rate %.6g B/s not put in metrics; "
-            "pass direction= or argv with if=/of=" % rate
+            "dd direction unknown (read, write or copy): rate %.5g B/s kept as metrics.transfer_bytes_per_s only, "
+            "which the report does not judge; parse again with direction=read|write|copy" % rate
         )
     for name in DD_DIRECTIONS.get(direction or "", ()):
         result["metrics"][name + "_bytes_per_s"] = rate
@@ -86,6 +89,9 @@ def fio_result(job: fio.FioJob) -> Dict[str, Any]:
     if job.trim is not None:
         result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
     metrics["fsyncs_per_s"] = job.fsyncs_per_s
+    if job.steadystate is not None:
+        # Not a record field as it is: bench_facts turns it into the record's steady_state (module_utils/_steady.py).
+        result["steadystate"] = job.steadystate
     return result
 
 
@@ -179,8 +185,7 @@ def parse_output(
     """(tool, partial records) for every run/job in text. ParseError for anything not exact."""
     tool = resolve_tool(tool, text, argv)
     if tool == "dd":
-        direction = direction or dd.direction_from_argv(argv or [])
-        return tool, [dd_result(run, direction) for run in dd.parse(text)]
+        return tool, [dd_result(run, *dd.resolve_direction(run, direction, argv)) for run in dd.parse(text)]
     if tool == "sysbench":
         return tool, [sysbench_result(run) for run in sysbench.parse(text)]
     if tool == "bonnie":

@@ -17,6 +17,12 @@ rate dd prints (that one is only used as a cross-check). Dialects recognised:
 ``status=progress`` updates (carriage-return separated, printed before the record counts) are
 counted, never taken as the result. ``dd: ...`` lines are errors (``dd: warning: ...`` are
 warnings) and belong to the run whose record counts follow them, as dd prints them.
+
+A pasted shell transcript often shows the command (``$ dd if=/dev/zero of=f bs=1M``, ``+ dd ...``
+of ``bash -x``, ``sudo sh -c "sync && dd ..."``): a line with a ``dd`` word followed by dd operands
+is taken as the command of the next run whose output follows (``DdRun.command``, never reused for a
+second run); its operands, redirections and flags say the direction (``direction_from_argv``).
+Several runs give one DdRun each, in order.
 """
 
 from __future__ import annotations
@@ -61,7 +67,17 @@ _HELP_HINT = re.compile(r"^Try [`']\S*dd --help' for more information\.$")
 _FATAL_BEFORE_COPY = re.compile(
     _PROGRAM + r"(failed to open|opening|invalid|unrecognized|unrecognised|missing|cannot combine|.*: cannot open)"
 )
+# Sources that touch no disk: reading them is not a read test.
 _DEVICE_FILES = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+# Operands that mean stdin/stdout, which the shell may have redirected anywhere: as if absent.
+_STDIN = ("/dev/stdin", "/dev/fd/0")
+_STDOUT = ("/dev/stdout", "/dev/fd/1")
+_OPERANDS = frozenset(("if", "of", "ibs", "obs", "bs", "cbs", "skip", "seek", "iseek", "oseek", "count", "conv",
+                       "iflag", "oflag", "status"))
+# A "dd" word in a transcript line: at the start or after a blank, a shell separator or a quote; a path may lead.
+# The word's characters exclude the characters that may precede it, so each start scans its own word only (linear).
+_DD_WORD = re.compile(r"(?:^|(?<=[\s;&|(\"'`]))(?:[^\s;&|()\"'`<>]*/)?dd(?=\s)")
+_COMMAND_END = ";&|)`#"
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,8 @@ class DdRun(RunIssues):
     records_out: Optional[RecordCount] = None
     truncated_records: int = 0
     progress_updates: int = 0
+    command: Optional[List[str]] = None  # the dd command the text shows before this run's output
+    command_line: Optional[int] = None
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
 
@@ -275,11 +293,14 @@ class _Reader:
         self.pending_errors: List[str] = []
         self.pending_warnings: List[str] = []
         self.pending_progress = 0
+        self.pending_commands: List[Tuple[List[str], int]] = []
         self.first_unknown: Optional[tuple] = None
 
     def open_run(self) -> DdRun:
         run = DdRun(index=len(self.runs), errors=self.pending_errors, warnings=self.pending_warnings)
         run.progress_updates = self.pending_progress
+        if self.pending_commands:
+            run.command, run.command_line = self.pending_commands.pop(0)
         self.pending_errors, self.pending_warnings, self.pending_progress = [], [], 0
         self.current = run
         return run
@@ -334,6 +355,14 @@ class _Reader:
             self.open_run()
             self.close_run()
 
+    def on_commands(self, commands: List[List[str]], lineno: int) -> None:
+        """A transcript line showing dd commands: they belong to the next runs. A later such line replaces
+        unused ones (zsh's ``time`` repeats the command after the run: the next prompt line supersedes it)."""
+        self.on_gap()
+        if self.current is not None and self.current.records_out is not None:
+            self.close_run()  # a run without summary line: the next output is another run's
+        self.pending_commands = [(argv, lineno) for argv in commands]
+
     def on_unknown(self, line: str, lineno: int) -> None:
         self.on_gap()
         if self.first_unknown is None:
@@ -360,7 +389,11 @@ class _Reader:
         elif _MESSAGE.match(line):
             self.on_message(line)
         elif not _HELP_HINT.match(line):
-            self.on_unknown(line, lineno)
+            commands = commands_from_line(line)
+            if commands:
+                self.on_commands(commands, lineno)
+            else:
+                self.on_unknown(line, lineno)
 
     def finish(self, text: str) -> List[DdRun]:
         self.close_run()
@@ -388,6 +421,122 @@ def parse(text: str) -> List[DdRun]:
     return reader.finish(text)
 
 
+def _words(text: str, index: int, closing: str) -> Tuple[List[str], int]:
+    """Shell words of text from index up to the end of the simple command (an unquoted ; & | ) ` #, or
+    closing: the quote the command itself sits in), and where they end. Quotes join, a backslash escapes;
+    one pass, no copy of the rest of the line (a slice per dd word was quadratic)."""
+    words: List[str] = []
+    word: List[str] = []
+    started = False
+    quote = ""
+    while index < len(text):
+        char = text[index]
+        index += 1
+        if quote:
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"' and index < len(text):
+                word.append(text[index])
+                index += 1
+            else:
+                word.append(char)
+            continue
+        if char == "&" and word and word[-1] in "<>":
+            word.append(char)  # 2>&1, <&3: a redirection, not the end of the command
+            continue
+        if char == closing or char in _COMMAND_END:
+            break
+        if char.isspace():
+            if started:
+                words.append("".join(word))
+                word, started = [], False
+            continue
+        started = True
+        if char in "'\"":
+            quote = char
+        elif char == "\\" and index < len(text):
+            word.append(text[index])
+            index += 1
+        else:
+            word.append(char)
+    if started:
+        words.append("".join(word))
+    return words, index
+
+
+def _redirect(words: List[str], index: int) -> Tuple[Optional[str], Optional[str], int]:
+    """(operand name, path, words used) of a redirection word: < > >> 1> with the path attached or next."""
+    word = words[index]
+    for prefix, name in (("1>>", "of"), ("1>", "of"), (">>", "of"), (">", "of"), ("<", "if")):
+        if word.startswith(prefix):
+            path = word[len(prefix):]
+            if path:
+                return name, path, 1
+            return name, (words[index + 1] if index + 1 < len(words) else None), 2
+    if word[:1].isdigit() and ">" in word:  # 2>file, 2>&1, 2> file
+        return None, None, 1 if not word.endswith(">") else 2
+    return None, None, 0
+
+
+def _command(program: str, words: List[str]) -> Optional[List[str]]:
+    argv = [program]
+    seen = set()
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.startswith("-"):
+            return None  # dd --version, dd --help: no transfer
+        name, path, used = _redirect(words, index)
+        if used:
+            if name is not None and path is not None and name not in seen:
+                argv.append("%s=%s" % (name, path))
+                seen.add(name)
+            index += used
+            continue
+        key, equals, _value = word.partition("=")
+        if equals and key in _OPERANDS:
+            argv.append(word)
+            seen.add(key)
+        index += 1  # anything else (zsh time's "0.00s user ...") is not dd's
+    return argv if len(argv) > 1 else None
+
+
+def commands_from_line(line: str) -> List[List[str]]:
+    """The dd commands a transcript line shows, as argv lists: a ``dd`` word (or a path ending in /dd) followed
+    by at least one dd operand; redirections become if=/of=. Several when the line chains them.
+
+    A line cut short (ending in a backslash continuation, or in the ``=`` of a quoted-printable soft line
+    break) shows no command: its missing operands could change the direction. Quoted-printable ``=3D``
+    (mail archives) reads as ``=``."""
+    stripped = line.rstrip()
+    if stripped.endswith(("\\", "=")):
+        return []
+    if "=3D" in line:
+        line = line.replace("=3D", "=")
+    commands = []
+    position = counted = doubles = singles = 0
+    while True:
+        match = _DD_WORD.search(line, position)
+        if match is None:
+            return commands
+        # Inside a quoted string (sh -c "sync && dd ..."): that quote ends the command. Quotes before the
+        # word are counted once each (a count from the line start for every word was quadratic).
+        doubles += line.count('"', counted, match.start())
+        singles += line.count("'", counted, match.start())
+        counted = match.start()
+        closing = '"' if doubles % 2 else ("'" if singles % 2 else "")
+        words, position = _words(line, match.end(), closing)
+        argv = _command(match.group(0), words)
+        if argv is not None:
+            commands.append(argv)
+
+
+def command_from_line(line: str) -> Optional[List[str]]:
+    """The first dd command a transcript line shows, None when it shows none."""
+    commands = commands_from_line(line)
+    return commands[0] if commands else None
+
+
 def _operand(argv: List[str], name: str) -> Optional[str]:
     value = None
     for arg in argv[1:]:
@@ -396,15 +545,32 @@ def _operand(argv: List[str], name: str) -> Optional[str]:
     return value
 
 
+def _flag_direction(argv: List[str]) -> Optional[str]:
+    """What the flags say when the operands do not: iflag=direct reads the input from a disk; oflag=direct,
+    sync or dsync and conv=fsync or fdatasync write the output to one."""
+    iflags = set((_operand(argv, "iflag") or "").split(","))
+    oflags = set((_operand(argv, "oflag") or "").split(","))
+    conv = set((_operand(argv, "conv") or "").split(","))
+    reads = "direct" in iflags
+    writes = bool(oflags & {"direct", "sync", "dsync"} or conv & {"fsync", "fdatasync"})
+    if reads and writes:
+        return "copy"
+    return "read" if reads else ("write" if writes else None)
+
+
 def direction_from_argv(argv: List[str]) -> Optional[str]:
     """'read', 'write' or 'copy' as the dd operands show it; None when they do not say.
 
     of=/dev/null (or no of=) reads the input; if=/dev/zero|urandom (or no if=) writes the output;
-    file to file is a copy (both directions moved the same bytes).
+    file to file is a copy (both directions moved the same bytes). /dev/stdin and /dev/stdout count as
+    absent. When neither side names a file or disk, the flags decide (iflag=direct reads; oflag=direct,
+    sync, dsync, conv=fsync, fdatasync write), except for a generator to /dev/null (a memory test).
     """
     if not argv:
         return None
     source, sink = _operand(argv, "if"), _operand(argv, "of")
+    source = None if source in _STDIN else source
+    sink = None if sink in _STDOUT else sink
     reads = source is not None and source not in _DEVICE_FILES
     writes = sink is not None and sink != "/dev/null"
     if reads and writes:
@@ -413,4 +579,36 @@ def direction_from_argv(argv: List[str]) -> Optional[str]:
         return "read"
     if writes:
         return "write"
-    return None
+    if source in _DEVICE_FILES and sink == "/dev/null":
+        return None
+    return _flag_direction(argv)
+
+
+_ARTICLE = {"read": "a read", "write": "a write", "copy": "a copy"}
+
+
+def _shown(argv: List[str]) -> str:
+    text = " ".join(str(arg) for arg in argv)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def resolve_direction(run: DdRun, stated: Optional[str] = None,
+                      argv: Optional[List[str]] = None) -> Tuple[Optional[str], List[str]]:
+    """(direction, warnings) of one run: a stated direction wins, then the command bench_facts ran (argv),
+    then the command the text shows before the run. A contradiction with the text is a warning naming both;
+    a direction read from the text alone is a warning saying so (the record shows where it came from)."""
+    shown = direction_from_argv(run.command) if run.command else None
+    where = "the command on line %s of the text (%s)" % (run.command_line, _shown(run.command)) if run.command else ""
+    ran = direction_from_argv(argv) if argv else None
+    if stated or ran:
+        chosen = stated or ran
+        if shown is None or shown == chosen:
+            return chosen, []
+        given = ("dd direction=%s was given" % stated if stated
+                 else "the dd command run (%s) is %s" % (_shown(argv or []), _ARTICLE[chosen]))
+        how = "as given" if stated else "as run"
+        return chosen, ["%s, but %s is %s: the rate is filed as %s, %s; check which one is right"
+                        % (given, where, _ARTICLE[shown], chosen, how)]
+    if shown is None:
+        return None, []
+    return shown, ["dd direction %s inferred from %s" % (shown, where)]

@@ -11,6 +11,7 @@ from typing import List, Optional
 
 from .bonnie import looks_like_csv
 from .errors import ParseError
+from .fio_text import recognise as looks_like_fio_text
 
 TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
 # argv[0] basenames; bonnie++ is "bonnie" in the records (and its converter bon_csv2txt too)
@@ -91,10 +92,10 @@ def _bonnie_csv(text: str) -> bool:
 
 def detect_tool(text: str) -> str:
     """'dd', 'fio', 'sysbench', 'bonnie' or 'ioping' from the output itself; ParseError when it is
-    none of them. dd and fio are recognised first, exactly as before the other three existed."""
+    none of them. fio (JSON, then its normal or terse output) and dd are recognised first."""
     if not isinstance(text, str):
         raise ParseError("tool=auto", "text, got %s" % type(text).__name__)
-    if _FIO_JSON.search(text):
+    if _FIO_JSON.search(text) or looks_like_fio_text(text):  # fio's normal or terse output: fio_text.MARKERS
         return "fio"
     if _DD_MARKERS.search(text):
         return "dd"

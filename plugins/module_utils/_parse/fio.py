@@ -1,6 +1,8 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parse fio JSON output (``--output-format=json`` or ``json+``, fio 2.x and 3.x) into exact figures.
+"""Parse fio JSON output (``--output-format=json`` or ``json+``, fio 2.x and 3.x) into exact figures;
+text without fio JSON goes to fio_text (fio's normal and terse output), which builds the same FioJob
+records through the rules here (exercised, make_direction, pick_latency).
 
 One FioJob per entry of ``jobs`` (or of ``client_stats`` for ``--client`` runs, where the
 ``All clients`` aggregate is skipped: it would count every client twice). Text around the JSON
@@ -57,7 +59,7 @@ class Direction:
     io_bytes: int
     runtime_ms: float
     bytes_per_s: Optional[float]
-    iops: float
+    iops: Optional[float]  # None only from a normal output's group summary line
     total_ios: Optional[int]
     latency_ns: Optional[Dict[str, Optional[float]]]
 
@@ -78,6 +80,7 @@ class FioJob:
     trim: Optional[Direction] = None
     fsyncs: Optional[int] = None
     warnings: List[str] = field(default_factory=list)
+    steadystate: Optional["SteadyState"] = None  # only for a job run with steadystate= (ss_dur > 0)
 
     @property
     def directions(self) -> List[Tuple[str, Direction]]:
@@ -176,32 +179,74 @@ def _scaled(stats: Dict[str, Any], key: str, scale: int, path: str, required: bo
     return None if value is None else value * scale
 
 
+@dataclass
+class LatencyStats:
+    """One latency statistic of one direction as fio reported it, in ns (JSON, normal or terse output)."""
+
+    mean: Optional[float]
+    minimum: Optional[float]
+    maximum: Optional[float]
+    stdev: Optional[float]
+    percentiles: Dict[str, Optional[float]] = field(default_factory=dict)  # keys of PERCENTILES
+
+
+def pick_latency(clat: Optional[LatencyStats], lat: Optional[LatencyStats], path: str, lat_key: str,
+                 warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
+    """The record's latency in ns, keys mean, min, p50, p95, p99, p99_9, max, stdev: the completion latency
+    (clat) when it has samples; else the total latency (lat: mean, min, max, stdev, no percentiles, with a
+    warning); None if neither has samples. Every fio output format goes through this one rule."""
+    if clat is not None:
+        latency: Dict[str, Optional[float]] = {"mean": clat.mean, "min": clat.minimum}
+        latency.update((name, clat.percentiles.get(name)) for name, _pct in PERCENTILES)
+        latency["max"] = clat.maximum
+        latency["stdev"] = clat.stdev
+        return latency
+    if lat is not None:
+        warnings.append("%s: no completion latency (clat); latency mean, min, max and stdev are fio's total "
+                        "latency (%s), no percentiles" % (path, lat_key))
+        latency = {"mean": lat.mean, "min": lat.minimum}
+        latency.update((name, None) for name, _pct in PERCENTILES)
+        latency["max"] = lat.maximum
+        latency["stdev"] = lat.stdev
+        return latency
+    return None
+
+
 def _latency(found: Dict[str, Any], path: str, warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
-    """Latency in ns, keys mean, min, p50, p95, p99, p99_9, max, stdev: the completion latency (clat,
-    every figure but a percentile fio did not print required); else the total latency (lat: mean
-    required, min/max/stdev when present, no percentiles); None if neither has samples."""
+    """The JSON clat (every figure but a percentile fio did not print required) or lat (mean required,
+    min/max/stdev when present) of one direction, through pick_latency."""
     for key, scale in (("clat_ns", 1), ("clat", NS_PER_US)):
         stats = _mapping(found, key, path)
         if stats is not None and _has_samples(stats, path + "." + key):
             sub = path + "." + key
-            latency: Dict[str, Optional[float]] = {"mean": _scaled(stats, "mean", scale, sub, True),
-                                                   "min": _scaled(stats, "min", scale, sub, True)}
-            latency.update(_percentiles(stats, scale, sub))
-            latency["max"] = _scaled(stats, "max", scale, sub, True)
-            latency["stdev"] = _scaled(stats, "stddev", scale, sub, True)
-            return latency
+            clat = LatencyStats(_scaled(stats, "mean", scale, sub, True), _scaled(stats, "min", scale, sub, True),
+                                None, None, _percentiles(stats, scale, sub))
+            clat.maximum = _scaled(stats, "max", scale, sub, True)
+            clat.stdev = _scaled(stats, "stddev", scale, sub, True)
+            return pick_latency(clat, None, path, key, warnings)
     for key, scale in (("lat_ns", 1), ("lat", NS_PER_US)):
         stats = _mapping(found, key, path)
         if stats is not None and _has_samples(stats, path + "." + key):
             sub = path + "." + key
-            warnings.append("%s: no completion latency (clat); latency mean, min, max and stdev are fio's total "
-                            "latency (%s), no percentiles" % (path, key))
-            latency = {"mean": _scaled(stats, "mean", scale, sub, True), "min": _scaled(stats, "min", scale, sub, False)}
-            latency.update((name, None) for name, _pct in PERCENTILES)
-            latency["max"] = _scaled(stats, "max", scale, sub, False)
-            latency["stdev"] = _scaled(stats, "stddev", scale, sub, False)
-            return latency
+            lat = LatencyStats(_scaled(stats, "mean", scale, sub, True), _scaled(stats, "min", scale, sub, False),
+                               _scaled(stats, "max", scale, sub, False), _scaled(stats, "stddev", scale, sub, False))
+            return pick_latency(None, lat, path, key, warnings)
     return None
+
+
+def exercised(io_bytes: int, runtime_ms: float, total_ios: Optional[float]) -> bool:
+    """False for a direction the job did not do (or whose only I/O failed at once): no record figures."""
+    return io_bytes != 0 or bool(total_ios and runtime_ms)
+
+
+def make_direction(io_bytes: int, runtime_ms: float, iops: Optional[float], total_ios: Optional[int],
+                   latency: Optional[Dict[str, Optional[float]]], path: str, warnings: List[str]) -> Direction:
+    """One direction's figures: bytes/s = io_bytes / runtime (fio's own bandwidth figures are this quotient
+    truncated or rounded), for every fio output format."""
+    bytes_per_s = io_bytes * 1000.0 / runtime_ms if runtime_ms > 0 else None
+    if bytes_per_s is None:
+        warnings.append("%s: runtime 0 ms, bytes per second unknown" % path)
+    return Direction(io_bytes, runtime_ms, bytes_per_s, iops, total_ios, latency)
 
 
 def _direction(job: Dict[str, Any], name: str, path: str, warnings: List[str]) -> Optional[Direction]:
@@ -214,14 +259,12 @@ def _direction(job: Dict[str, Any], name: str, path: str, warnings: List[str]) -
     runtime_ms = _number(found, "runtime", sub)
     iops = _number(found, "iops", sub)
     total_ios = _optional_number(found, "total_ios", sub)
-    if io_bytes == 0 and not (total_ios and runtime_ms):
-        return None  # direction not exercised by this job (or its only I/O failed at once)
-    bytes_per_s = io_bytes * 1000.0 / runtime_ms if runtime_ms > 0 else None
-    if bytes_per_s is None:
-        warnings.append("%s: runtime 0 ms, bytes per second unknown" % sub)
-    latency = _latency(found, sub, warnings)
-    ios = None if total_ios is None else _as_int(total_ios)
-    return Direction(io_bytes, runtime_ms, bytes_per_s, iops, ios, latency)
+    if not exercised(io_bytes, runtime_ms, total_ios):
+        return None
+    direction = make_direction(io_bytes, runtime_ms, iops, None if total_ios is None else _as_int(total_ios),
+                               None, sub, warnings)
+    direction.latency_ns = _latency(found, sub, warnings)
+    return direction
 
 
 def _fsyncs(job: Dict[str, Any], path: str) -> Optional[int]:
@@ -273,6 +316,53 @@ def _client(job: Dict[str, Any], path: str) -> Optional[str]:
     return "%s:%d" % (host, _integer(job, "port", path))
 
 
+@dataclass
+class SteadyState:
+    """fio's ``steadystate`` object of one job (fio >= 2.99, a job with ``steadystate=``/``ss=``).
+
+    ``iops``/``bw`` are the samples of the last window (one per second, oldest first; bytes/s for bw).
+    fio fills only the figure of its own criterion: ``max_deviation`` for ``iops:``/``bw:``, ``slope``
+    for ``*_slope:`` (the other stays 0).
+    """
+
+    setting: str          # "ss": the criterion and limit as fio understood them, e.g. "iops:20.000000%"
+    duration_s: int       # ss_dur, the window length in samples (seconds)
+    attained: bool
+    criterion: str        # the criterion's last value, e.g. "3.125000%"
+    max_deviation: float
+    slope: float
+    iops: List[int]
+    bw: List[int]
+
+
+def _steadystate(raw: Dict[str, Any], path: str) -> Optional[SteadyState]:
+    found = _mapping(raw, "steadystate", path)
+    if found is None:
+        return None
+    path += ".steadystate"
+    data = _mapping(found, "data", path) or {}
+    series = {}
+    for key in ("iops", "bw"):
+        values = data.get(key)
+        if not isinstance(values, list) or not all(isinstance(value, int) and not isinstance(value, bool)
+                                                   and 0 <= value <= MAX_INTEGER for value in values):
+            raise _bad(path + ".data", key, "a list of non-negative integers", values)
+        series[key] = list(values)
+    texts = {}
+    for key in ("ss", "criterion"):
+        if not isinstance(found.get(key), str):
+            raise _bad(path, key, "a string", found.get(key))
+        texts[key] = found[key]
+    signed = {}
+    for key in ("max_deviation", "slope"):
+        value = found.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _bad(path, key, "a number", value)
+        signed[key] = float(value)
+    return SteadyState(texts["ss"], _integer(found, "duration", path), bool(_integer(found, "attained", path)),
+                       texts["criterion"], signed["max_deviation"], signed["slope"], series["iops"], series["bw"])
+
+
 def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[str],
          err_lines: Dict[str, str]) -> FioJob:
     if not isinstance(raw, dict):
@@ -287,6 +377,7 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
     for direction in DIRECTIONS:
         setattr(job, direction, _direction(raw, direction, path, warnings))
     job.fsyncs = _fsyncs(raw, path)
+    job.steadystate = _steadystate(raw, path)
     job.warnings = warnings
     return job
 
@@ -359,8 +450,9 @@ def _decodable_objects(text: str, starts: List[int]) -> Set[int]:
     return found
 
 
-def _documents(text: str) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """The fio JSON objects in text, and the non-JSON lines around them (fio's own messages).
+def _documents(text: str) -> Tuple[List[Dict[str, Any]], List[str], Optional[int]]:
+    """The fio JSON objects in text, the non-JSON lines around them (fio's own messages), and where
+    decoding failed first (None when it did not).
 
     An object is decoded only from a line-start '{' whose brackets close (_decodable_objects): decoding
     from every line start of unclosed or deeply nested JSON-like text cost its size squared."""
@@ -394,9 +486,7 @@ def _documents(text: str) -> Tuple[List[Dict[str, Any]], List[str]]:
             docs.append(obj)
             consumed = search_from = end
     noise.extend(_lines(text[consumed:]))
-    if not docs:
-        _raise_no_json(text, noise, failure)
-    return docs, noise
+    return docs, noise, failure
 
 
 def _raise_no_json(text: str, noise: List[str], failure: Optional[int]) -> None:
@@ -409,7 +499,8 @@ def _raise_no_json(text: str, noise: List[str], failure: Optional[int]) -> None:
     quoted = " | ".join(own[:3]) if own else noise[0]
     own = own or noise
     raise ParseError(
-        TOOL, "fio JSON output (--output-format=json), found none", quoted, _lineno(text, own[0])
+        TOOL, "fio JSON output (--output-format=json), found none (nor fio normal or terse output)", quoted,
+        _lineno(text, own[0])
     )
 
 
@@ -421,11 +512,17 @@ def _lineno(text: str, line: str) -> Optional[int]:
 
 
 def parse(text: str) -> List[FioJob]:
-    """Every job of every fio JSON object in text, in order; ParseError when there is none or a
-    figure has the wrong type."""
+    """Every job of every fio JSON object in text, in order; without JSON, every job of fio's normal or
+    terse output (fio_text). ParseError when there is none or a figure has the wrong type."""
     if not isinstance(text, str):
         raise ParseError(TOOL, "text, got %s" % type(text).__name__)
-    docs, noise = _documents(text)
+    docs, noise, failure = _documents(text)
+    if not docs:
+        # imported here: fio_text builds its jobs with this module's rules (a module-level import is circular)
+        from . import fio_text
+        if fio_text.recognise(text):
+            return fio_text.parse(text)
+        _raise_no_json(text, noise, failure)
     err_lines = _err_lines(noise)
     jobs: List[FioJob] = []
     for doc in docs:

@@ -31,6 +31,18 @@ integer. Figures used (SI base units):
   bytes = valid x request size when that division is exact, else the printed rate is used.
 - latency: min, avg, max and mdev in ns.
 
+Request lines (1.x: ``4 KiB <<< /tmp (ext4 /dev/sda1 1 GiB): request=2 time=79.3 us``) may end in
+an annotation, and ioping counts them as its source does (ioping.c ``add_statistics``, 1.2 and 1.3):
+``(warmup)`` (the first ``-a`` requests, default 1), ``(too fast)`` (under ``-t``) and ``(too slow)``
+(over ``-T``) are NOT in the statistics (``generated`` counts them, ``completed`` does not);
+``(fast)`` and ``(slow)`` ARE counted: only a note that the request took under half / over twice
+the running average (1.3; in 1.2: the bottom / top 5% of the range so far, after 5 requests). The
+statistics block stays the source of the figures; the lines are counted per annotation
+(``request_lines``, ``annotations``) and, when all requests were printed, checked against it: lines
+minus warmup, too fast and too slow must be the counted requests (else a warning). ``(slow)``
+requests give a warning (they stay in the figures). A block that counted no request has no latency
+(ioping prints 0 ns for none) and no rate.
+
 The direction is the summary's ``read``/``written``, else the ``<<<``/``>>>`` request lines, else
 ``-W``/``-G`` in the command line, else the caller's, else read (ioping's default) with a warning.
 ``ioping: ...`` lines are errors when no statistics follow, else warnings.
@@ -40,7 +52,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, shared_messages
 from .units import NS_PER_S, byte_factor, count_factor, finite, ns_per, parse_unsigned
@@ -74,8 +86,13 @@ _LATENCY_0X = re.compile(
     r"^min/avg/max/mdev = (?P<min>%s)/(?P<avg>%s)/(?P<max>%s)/(?P<mdev>%s) (?P<unit>ms|us)$" % ((_NUM,) * 4)
 )
 _REQUEST_1X = re.compile(
-    r"^(?P<size>%s) ?(?P<unit>[KMGTPE]iB|B) (?P<dir><<<|>>>) .*: request=[0-9]+ time=%s" % (_NUM, _NUM)
+    r"^(?P<size>%s) ?(?P<unit>[KMGTPE]iB|B) (?P<dir><<<|>>>) .*: request=[0-9]+ time=%s"
+    r"(?: \((?P<note>[^()]{1,40})\))?$" % (_NUM, _TIME.format("time"))
 )
+# ioping leaves these out of its statistics; every other request line (fast and slow too) is counted.
+NOT_COUNTED = ("warmup", "too fast", "too slow")
+# 1.3 -k (RWF_NOWAIT): a request refused with EAGAIN is neither counted nor generated.
+NOT_GENERATED = "EAGAIN"
 _REQUEST_0X = re.compile(r"^(?P<size>[0-9]+) bytes from .*: request=[0-9]+ time=%s" % _NUM)
 _RAW = re.compile(r"^[0-9]{1,30}(?: [0-9]{1,30}){7}(?: [0-9]{1,30} [0-9]{1,30})?$")
 _MESSAGE = re.compile(r"^(?:\S*/)?ioping: ")
@@ -106,6 +123,9 @@ class IopingRun(RunIssues):
     avg_ns: Optional[float] = None
     max_ns: Optional[float] = None
     mdev_ns: Optional[float] = None
+    request_lines: int = 0  # 1.x request lines before this block
+    annotations: Dict[str, int] = field(default_factory=dict)  # lines per annotation: warmup, fast, too slow ...
+    counted_request_ns: float = 0.0  # sum of the printed times of the lines ioping counts
     errors: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
 
@@ -193,7 +213,36 @@ def _summary_figures(block: _Block) -> IopingRun:
         run.bytes_per_s = run.printed_bytes_per_s
     run.warnings.append("ioping summary figures are rounded to 3-4 significant digits (ioping -B prints exact ones)")
     _latency_figures(block)
+    if run.layout == "1.x":
+        _check_request_lines(run)
     return run
+
+
+def _check_request_lines(run: IopingRun) -> None:
+    """The request lines, counted as ioping counts them, against its statistics block (1.x)."""
+    notes = run.annotations
+    if notes.get("slow"):
+        run.warnings.append("%d request(s) ioping marked (slow), over twice the running average (1.3; 1.2: the top 5%% "
+                            "of the range so far): counted in the figures, as ioping counts them" % notes["slow"])
+    printed = run.request_lines - notes.get(NOT_GENERATED, 0)
+    if printed and printed == run.generated:  # every request printed: the counts must agree
+        skipped = [notes.get(name, 0) for name in NOT_COUNTED]
+        counted = printed - sum(skipped)
+        if counted != run.requests:
+            run.warnings.append("request lines say %d counted requests (%d lines - %d warmup - %d too fast - %d too "
+                                "slow), the statistics block %d: the statistics block is used"
+                                % ((counted, run.request_lines) + tuple(skipped) + (run.requests,)))
+        elif run.seconds and abs(run.counted_request_ns / NS_PER_S - run.seconds) > 0.02 * run.seconds:
+            run.warnings.append("the counted request lines' times add up to %.6g s, the statistics block says %.6g s"
+                                % (run.counted_request_ns / NS_PER_S, run.seconds))
+    if run.requests == 0:
+        warmup = notes.get("warmup") if run.request_lines else (
+            None if run.generated is None else run.generated - (run.too_fast or 0) - (run.too_slow or 0))
+        parts = ["%d %s" % (count, name) for name, count in
+                 (("warmup", warmup), ("too fast", run.too_fast), ("too slow", run.too_slow)) if count]
+        run.min_ns = run.avg_ns = run.max_ns = run.mdev_ns = None
+        run.warnings.append("no request counted%s: ioping's 0 ns latencies and 0 iops are not figures"
+                            % (" (%s)" % ", ".join(parts) if parts else ""))
 
 
 def _generated(run: IopingRun, found: Tuple[re.Match, str, int]) -> None:
@@ -280,6 +329,8 @@ class _Reader:
         self.request_dirs: set = set()  # every request line of the text
         self.pending_dirs: set = set()  # request lines since the last statistics block
         self.pending_size: Optional[int] = None
+        self.pending_lines, self.pending_notes, self.pending_ns = 0, {}, 0.0  # the same lines, counted
+        self.request_lines = 0
         self.first_foreign: Optional[Tuple[str, int]] = None
 
     def feed(self, line: str, lineno: int) -> None:
@@ -287,7 +338,11 @@ class _Reader:
         if match:
             self.block = _Block(match.group("target"), line, lineno)
             self.block.request_dirs, self.block.run.request_size = self.pending_dirs, self.pending_size
+            run = self.block.run
+            run.request_lines, run.annotations, run.counted_request_ns = (self.pending_lines, self.pending_notes,
+                                                                          self.pending_ns)
             self.pending_dirs, self.pending_size = set(), None
+            self.pending_lines, self.pending_notes, self.pending_ns = 0, {}, 0.0
             self.blocks.append(self.block)
             return
         block = self.block
@@ -335,6 +390,13 @@ class _Reader:
             direction = READ if match.group("dir") == "<<<" else WRITE
             size = parse_unsigned(match.group("size"), TOOL, line, lineno) * byte_factor(
                 match.group("unit"), "iec", TOOL, line, lineno)
+            note = match.group("note")
+            self.pending_lines += 1
+            self.request_lines += 1
+            if note:
+                self.pending_notes[note] = self.pending_notes.get(note, 0) + 1
+            if note not in NOT_COUNTED and note != NOT_GENERATED:
+                self.pending_ns += _ns(match, "time", line, lineno)
         else:
             match = _REQUEST_0X.match(line)
             if not match:
@@ -416,8 +478,11 @@ def parse(text: str, argv: Optional[List[str]] = None, direction: Optional[str] 
             run.warnings.extend(messages)
     if not runs:
         line, lineno = reader.first_foreign or (None, None)
-        raise ParseError(TOOL, "an ioping statistics block ('--- ... ioping statistics ---') or raw -B line",
-                         line, lineno)
+        expected = "an ioping statistics block ('--- ... ioping statistics ---') or raw -B line"
+        if reader.request_lines:
+            expected += ", found %d request line(s) but no statistics block (the output was cut before ioping ended)" \
+                % reader.request_lines
+        raise ParseError(TOOL, expected, line, lineno)
     for index, run in enumerate(runs):
         run.index = index
         if run.source != "message":

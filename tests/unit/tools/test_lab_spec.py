@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from labkit.fob import phase_at
 from labkit.inventory import build_inventory
 from labkit.spec import (MAX_IFNAME_LEN, SpecError, format_bytes, load_spec, parse_size, parse_spec_text,
                          validate_spec)
@@ -45,6 +46,9 @@ def test_rack6_spec() -> None:
     speeds = [(h.disks[0].write_bytes_per_s, h.disks[0].read_iops) for h in lab.hosts]
     assert sorted(speeds) == [(16777216, 200)] + [(33554432, 400)] * 5
     assert all(len(h.disks) == 1 and h.disks[0].size_bytes == 1 << 30 and h.disks[0].path == "/srv/diskproof/d0" for h in lab.hosts)
+    # The demo rack is half systemd, half SysV (issue 15), and the slow disk sits on a systemd host.
+    assert [h.init for h in lab.hosts] == ["sysv", "systemd"] * 3
+    assert lab.host("rack6-n04").init == "systemd"
 
 
 def test_molecule_spec_can_run_next_to_rack6() -> None:
@@ -109,7 +113,66 @@ def test_format_bytes(count: int, text: str) -> None:
 
 # --- bad SPECs: every problem, in document order, with its path ---
 
+def test_init_defaults_to_sysv_and_is_inherited_and_overridden() -> None:
+    assert {h.init for h in validate_spec(spec_with()).hosts} == {"sysv"}
+    lab = validate_spec(spec_with(defaults={"memory_bytes": 134217728, "init": "systemd", "disks": [dict(DISK)]},
+                                  hosts=[{"name": "n01"}, {"name": "n02", "init": "sysv"}]))
+    assert [h.init for h in lab.hosts] == ["systemd", "sysv"]
+    assert type(lab).from_dict(lab.to_dict()) == lab
+    # A lab.json written before the key existed reads back as SysV hosts.
+    old = lab.to_dict()
+    for host in old["hosts"]:
+        del host["init"]
+    assert {h.init for h in type(lab).from_dict(old).hosts} == {"sysv"}
+
+
+def test_fresh_ssd_keys() -> None:
+    lab = validate_spec(spec_with(hosts=[{"name": "n01", "disks": [
+        dict(DISK, mode="raw", fob_bytes="64MiB", steady_write_iops=150),
+        dict(DISK, mode="raw", fob_bytes=33554432, steady_write_iops=100, unsteady_period_s=3),
+        dict(DISK)]}]))
+    fresh, unsteady, plain = lab.hosts[0].disks
+    assert fresh.fob == {"fob_bytes": 67108864, "steady_write_iops": 150, "unsteady_period_s": None}
+    assert unsteady.fob == {"fob_bytes": 33554432, "steady_write_iops": 100, "unsteady_period_s": 3}
+    assert plain.fob == {"fob_bytes": None, "steady_write_iops": None, "unsteady_period_s": None}
+    assert type(lab).from_dict(lab.to_dict()) == lab
+    devices = {"n01": [{"device": "loop%d" % i, "major_minor": "7:%d" % i} for i in range(3)]}
+    truth = build_inventory(lab, devices, "/k")["all"]["children"]["lab"]["hosts"]["n01"]["diskproof_lab_disks"]
+    assert truth[0]["fob_bytes"] == 67108864 and truth[0]["steady_write_iops"] == 150 and "unsteady_period_s" not in truth[0]
+    assert "fob_bytes" not in truth[2]
+
+
+@pytest.mark.parametrize(("written", "settled_at", "now", "period", "phase"), [
+    (0, None, 10.0, 0, "fresh"),
+    (99, None, 10.0, 0, "fresh"),            # one byte short of fob_bytes=100
+    (100, 5.0, 10.0, 0, "steady"),
+    (100, 5.0, 500.0, 0, "steady"),          # settles for good without a period
+    (100, 5.0, 6.9, 2, "unsteady-steady"),   # first period after settling: steady
+    (100, 5.0, 7.0, 2, "unsteady-fresh"),    # second: fresh again
+    (100, 5.0, 9.5, 2, "unsteady-steady"),
+])
+def test_fresh_ssd_phase(written: int, settled_at: object, now: float, period: int, phase: str) -> None:
+    assert phase_at(written, 100, settled_at, now, period) == phase
+
+
 BAD_SPECS = [
+    pytest.param(
+        spec_with(hosts=[{"name": "n01", "disks": [dict(DISK, fob_bytes="1.5GiB", steady_write_iops=0),
+                                                   dict(DISK, fob_bytes="64MiB"),
+                                                   dict(DISK, steady_write_iops=10, unsteady_period_s=2)]}]),
+        ['hosts[0].disks[0].fob_bytes: must be a positive whole number of bytes or a size like 128MiB, got "1.5GiB"',
+         "hosts[0].disks[0].steady_write_iops: must be a positive integer, got 0",
+         "hosts[0].disks[1].steady_write_iops: required with fob_bytes (the write IOPS once it is written)",
+         "hosts[0].disks[2].steady_write_iops: needs fob_bytes (how much the disk takes at its fresh speed)",
+         "hosts[0].disks[2].unsteady_period_s: needs fob_bytes (how much the disk takes at its fresh speed)"],
+        id="fresh-ssd"),
+    pytest.param(
+        spec_with(defaults={"init": "upstart", "disks": [dict(DISK)]},
+                  hosts=[{"name": "n01", "init": "Systemd"}, {"name": "n02", "init": ["systemd"]}, {"name": "n03"}]),
+        ['defaults.init: must be one of sysv, systemd, got "upstart"',
+         'hosts[0].init: must be one of sysv, systemd, got "Systemd"',
+         "hosts[1].init: must be one of sysv, systemd, got a list"],
+        id="init"),
     pytest.param(
         spec_with(hosts=[{"name": "n01"}, {"name": "n02"}, {"name": "n03", "disks": [dict(DISK, write_iops=-5)]}]),
         ["hosts[2].disks[0].write_iops: must be a positive integer, got -5"],
@@ -126,9 +189,10 @@ BAD_SPECS = [
         spec_with(color="red", defaults={"memory_bytes": 1, "disk": {}},
                   hosts=[{"name": "n01", "cpus": 2, "disks": [dict(DISK, speed=1)]}]),
         ["color: unknown key (allowed: defaults, hosts, name, subnet)",
-         "defaults.disk: unknown key (allowed: disks, memory_bytes)",
-         "hosts[0].cpus: unknown key (allowed: disks, memory_bytes, name)",
-         "hosts[0].disks[0].speed: unknown key (allowed: mode, read_bytes_per_s, read_iops, size, write_bytes_per_s, write_iops)"],
+         "defaults.disk: unknown key (allowed: disks, init, memory_bytes)",
+         "hosts[0].cpus: unknown key (allowed: disks, init, memory_bytes, name)",
+         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, mode, read_bytes_per_s, read_iops, size, steady_write_iops, "
+         "unsteady_period_s, write_bytes_per_s, write_iops)"],
         id="unknown-keys-at-every-level"),
     pytest.param(
         spec_with(hosts=[{"name": "n01"}, {"name": "n02"}, {"name": "n01"}, {"name": "n02"}]),
@@ -256,6 +320,11 @@ def test_inventory_shape() -> None:
     assert "ServerAliveInterval=2" in group["vars"]["ansible_ssh_common_args"]
     host = group["hosts"]["n01"]
     assert host["ansible_host"] == "10.231.99.11"
+    assert host["diskproof_lab_init"] == "sysv"
+    assert host["quiesce_idle_max_load_per_cpu"] == 0  # a SysV host's load average is the machine's
+    lab = validate_spec(spec_with(defaults={"init": "systemd", "disks": []}, hosts=[{"name": "n01"}]))
+    systemd_host = build_inventory(lab, {"n01": []}, "/k")["all"]["children"]["lab"]["hosts"]["n01"]
+    assert systemd_host["diskproof_lab_init"] == "systemd" and "quiesce_idle_max_load_per_cpu" not in systemd_host
     assert host["diskproof_memory_bytes"] == 134217728
     assert host["diskproof_targets"] == [{"path": "/srv/diskproof/d0"}, {"device": "/dev/loop8"}]
     assert host["diskproof_lab_disks"][1] == {

@@ -257,7 +257,8 @@ def test_every_targeted_host_appears_worst_first():
 def test_summary_counts_every_verdict_and_lists_failing_worst_first():
     entries = judge({"h1": [write(200e6)], "h2": [write(205e6)], "h3": [write(150e6)]})
     summary = agg.summarize(entries)
-    assert summary["counts"] == {"error": 0, "not_measured": 0, "invalid": 0, "slow": 0, "regressed": 0, "outlier": 1, "unstable": 0, "pass": 2}
+    assert summary["counts"] == {"error": 0, "not_measured": 0, "invalid": 0, "not_steady": 0, "slow": 0, "regressed": 0,
+                                 "outlier": 1, "unstable": 0, "pass": 2}
     assert summary["total"] == 3
     assert summary["failing"] == [{"host": "h3", "target_path": "/srv/d0", "device": "sdb", "serial": None, "test": "dd_seq_write",
                                    "verdict": "outlier", "reason": "-25.0% vs median 200.0 MB/s (n=3), limit -15%"}]
@@ -289,7 +290,7 @@ def test_build_report_shape_and_inputs_untouched():
     assert report["rules"] == {
         "outlier_fraction": 0.2, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
         "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "cache_bypass_min_fraction": 0.95,
-        "verdict_precedence": ["error", "not_measured", "invalid", "slow", "regressed", "outlier", "unstable", "pass"],
+        "verdict_precedence": ["error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass"],
         "acceptance": [], "source": None, "errors": [],
     }
     assert report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "errors": []}
@@ -299,7 +300,8 @@ def test_build_report_shape_and_inputs_untouched():
         "h3": {"status": "ok", "records": 1, "problems": []},
         "h4": {"status": "unreachable", "records": 0, "problems": [{"task": "W", "status": "unreachable", "message": "x"}]},
     }
-    assert report["summary"]["counts"] == {"error": 0, "not_measured": 1, "invalid": 0, "slow": 0, "regressed": 0, "outlier": 1, "unstable": 0, "pass": 2}
+    assert report["summary"]["counts"] == {"error": 0, "not_measured": 1, "invalid": 0, "not_steady": 0, "slow": 0,
+                                           "regressed": 0, "outlier": 1, "unstable": 0, "pass": 2}
     outlier = report["results"][1]
     assert outlier["record"] == records_by_host["h3"][0]
     assert outlier["primary_metric"] == {"name": "bytes_per_s", "value": 150e6}
@@ -632,11 +634,16 @@ def _every_kind_of_entry():
     quoted = disk(199e6, serial="ZC7", path='/srv/"d\\0" \u00e9', device="sd\tx")
     by_wwn = disk(200e6, serial="")
     by_wwn["target"]["wwn"] = "0x5000c500a1b2c3d4"
+    never_settled = disk(203e6, serial="ZC11", test="ssd_steady_rand_write")
+    never_settled["steady_state"] = {"attained": False, "criterion": "iops:20%", "window_s": 10, "time_limit_s": 60,
+                                     "iops_mean": 407.3, "max_deviation_percent": 63.2, "slope_excursion_percent": None,
+                                     "iops": [150, 519, 600], "why_not": 'fio\'s "criterion"\n'}
     records_by_host = {
         "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable],
         "h2": [disk(205e6, serial="ZC3"), odd_samples, with_io(disk(198e6, serial="ZC4"), GIB, 0, GIB // 10)],
         "db1": [latency_record(9000.0, 2.5e6), quoted, by_wwn, disk(None, serial="ZC8", error="dd: I/O error\nline 2")],
-        "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True)],
+        "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True),
+               never_settled],
     }
     statuses = {host: OK for host in records_by_host}
     statuses["h4"] = {"status": "unreachable", "problems": [{"task": "W", "status": "unreachable", "message": "refused"}]}

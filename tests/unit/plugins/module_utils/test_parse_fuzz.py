@@ -1,9 +1,10 @@
-"""Property-based test of all five parsers and tool=auto: fragments of every real fixture, mutated
-(truncation, line deletion/duplication, digit replacement, unit swapping, random unicode, lines of
-other tools, JSON type swaps for fio) and pure random text.
+"""Property-based test of all five parsers (fio: JSON, normal and terse text) and tool=auto: fragments
+of every real fixture, mutated (truncation, line deletion/duplication, digit replacement, unit
+swapping, random unicode, lines of other tools, JSON type swaps for fio), pure random text, and dd's
+direction inference from shell transcripts.
 
 Whatever the input, only ParseError may escape, and every record returned has finite, non-negative
-numbers. 10,200 examples in all (see MAX_EXAMPLES), derandomized so CI runs the same inputs every
+numbers. 12,400 examples in all (see MAX_EXAMPLES), derandomized so CI runs the same inputs every
 time, no deadline (the machine may be busy); the whole file takes well under a minute.
 """
 from __future__ import annotations
@@ -18,15 +19,15 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import make_record, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio_text, make_record, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
 MAX_EXAMPLES = {
-    "dd": 1500, "fio": 1200, "fio_json": 1000, "sysbench": 1500, "bonnie": 1500, "ioping": 1500,
-    "auto": 1500, "random": 500,
+    "dd": 1500, "fio": 1200, "fio_json": 1000, "fio_text": 1000, "sysbench": 1500, "bonnie": 1500, "ioping": 1500,
+    "auto": 1500, "random": 500, "dd_direction": 600, "dd_command": 600,
 }
 TOTAL_EXAMPLES = sum(MAX_EXAMPLES.values())
 
@@ -51,6 +52,8 @@ def _fixtures(tool):
 TEXTS = {tool: _fixtures(tool) for tool in TOOLS}
 ALL_LINES = sorted({line for texts in TEXTS.values() for text in texts for line in text.split("\n") if line.strip()})
 FIO_DOCS = [text for text in TEXTS["fio"] if text.lstrip().startswith("{")]
+# fio's normal and terse output (fio_text): mutated on their own too, not only as part of every fio fixture
+TEXTS["fio_text"] = [text for text in TEXTS["fio"] if fio_text.recognise(text) and '"jobs"' not in text]
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -157,6 +160,12 @@ def test_mutated_real_outputs_give_sound_records_or_parse_error(tool):
     check()
 
 
+@settings(max_examples=MAX_EXAMPLES["fio_text"], **SETTINGS)
+@given(mutated(["fio_text"]))
+def test_mutated_fio_normal_and_terse_outputs_give_sound_records_or_parse_error(text):
+    _parse_and_check(text, "fio")
+
+
 @settings(max_examples=MAX_EXAMPLES["fio_json"], **SETTINGS)
 @given(fio_json_swapped())
 def test_fio_json_type_swaps_give_sound_records_or_parse_error(text):
@@ -180,6 +189,44 @@ def test_auto_detection_of_mutated_outputs(text):
 def test_random_text_and_shuffled_real_lines(text):
     for tool in ("auto",) + TOOLS:
         _parse_and_check(text, tool)
+
+
+DD_ARGVS = [None, [], ["dd", "if=/dev/zero", "of=/srv/f"], ["dd", "if=/srv/f", "of=/dev/null"], ["dd", "if=a", "of=b"],
+            ["dd", "bs=1M", "oflag=direct"], ["dd", "if=/dev/zero", "of=/dev/null"]]
+
+
+@settings(max_examples=MAX_EXAMPLES["dd_direction"], **SETTINGS)
+@given(mutated(["dd"]), st.sampled_from([None, "read", "write", "copy"]), st.sampled_from(DD_ARGVS))
+def test_dd_direction_never_drops_or_invents_a_rate(text, direction, argv):
+    """Whatever the text's command lines, the stated direction or argv: the rate is kept in
+    transfer_bytes_per_s, and read/write hold that same rate or nothing."""
+    try:
+        _tool, results = parse_output(text, "dd", direction, argv)
+    except ParseError:
+        return
+    for result in results:
+        metrics = result["metrics"]
+        rate = metrics["transfer_bytes_per_s"]
+        if result["bytes"] is not None and result["seconds"]:
+            assert rate == result["bytes"] / result["seconds"]
+        for key in ("read_bytes_per_s", "write_bytes_per_s"):
+            assert metrics[key] is None or metrics[key] == rate
+        if direction is not None and rate is not None:
+            assert metrics[("write" if direction == "write" else "read") + "_bytes_per_s"] == rate
+        _check_numbers(metrics)
+
+
+_SHELL = st.text(alphabet="dd if=of=/\\\"' ;|&<>()`#2x3D\t", max_size=80)
+
+
+@settings(max_examples=MAX_EXAMPLES["dd_command"], **SETTINGS)
+@given(st.one_of(_SHELL, st.sampled_from(ALL_LINES), st.text(max_size=200)))
+def test_dd_command_lines_are_read_or_ignored_never_crash(line):
+    from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd
+    for argv in dd.commands_from_line(line):
+        assert argv[0].endswith("dd") and len(argv) > 1
+        assert all("=" in operand for operand in argv[1:])
+        assert dd.direction_from_argv(argv) in (None, "read", "write", "copy")
 
 
 def test_example_budget_is_at_least_ten_thousand():

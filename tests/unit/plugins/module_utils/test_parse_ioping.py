@@ -96,6 +96,18 @@ CASES = [
         summary("read", 19, 6.40e-3, 76 * KIB, (244.1 * US, 336.7 * US, 432.6 * US, 48.6 * US)),
         summary("write", 19, 2.99e-3, 76 * KIB, (131.8 * US, 157.6 * US, 185.3 * US, 13.0 * US)),
     ]),
+    # Annotated request lines (issue 17). ioping 1.3 counts a request unless it is (warmup), (too fast) or
+    # (too slow); (fast) and (slow) ones are counted. 76 KiB = 19 x 4096 = 77824 B; 19 / 9.28 ms = 2047.4 iops.
+    ("ioping13-warmup-fast-slow.txt", [
+        summary("read", 19, 9.28e-3, 76 * KIB, (55.9 * US, 488.3 * US, 6.66 * MS, 1.46 * MS))]),
+    ("ioping13-warmup2-too-slow.txt", [  # 20 lines - 2 warmup - 4 too slow = 14; 56 KiB = 14 x 4096
+        summary("read", 14, 2.66e-3, 56 * KIB, (121.1 * US, 190.2 * US, 258.5 * US, 46.1 * US))]),
+    ("ioping13-write-too-slow.txt", [  # 12 lines - 1 warmup - 6 too slow = 5; 20 KiB = 5 x 4096
+        summary("write", 5, 1.91e-3, 20 * KIB, (322.3 * US, 382.2 * US, 446.3 * US, 53.0 * US))]),
+    ("ioping13-cached-too-fast.txt", [  # 12 lines - 1 warmup - 1 too fast = 10; 40 KiB = 10 x 4096
+        summary("read", 10, 59.4e-6, 40 * KIB, (4.58 * US, 5.94 * US, 7.70 * US, 978.0))]),
+    # 15 lines - 3 warmup - 12 too slow = 0 counted: no rate (0 / 0 s) and no latency (ioping prints 0 ns for none)
+    ("ioping13-write-all-too-slow.txt", [run("1.x", "write", 0, 0.0, 0, None, None, NONE)]),
 ]
 
 
@@ -123,7 +135,7 @@ def test_record_latency_of_every_fixture(name, expected):
     assert len(results) == len(expected)
     for result, want in zip(results, expected):
         latency_ns = result["metrics"]["latency_ns"]
-        if want["direction"] not in ("read", "write"):
+        if want["direction"] not in ("read", "write") or want["latency"] == NONE:
             assert latency_ns == {"read": None, "write": None}
             continue
         low, avg, high, mdev = want["latency"]
@@ -143,6 +155,70 @@ def test_wall_time_and_generated_requests_of_1x():
     (slow,) = ioping.parse(fixture("ioping13-too-slow.txt"))
     assert (slow.too_slow, slow.generated) == (7, 10)
     assert "7 request(s) too slow (outside -t/-T) are not in the figures" in slow.warnings
+
+
+# (fixture, request lines, {annotation: lines}): what ioping 1.3 printed after each request's time.
+ANNOTATIONS = [
+    ("ioping13-warmup-fast-slow.txt", 20, {"warmup": 1, "fast": 6, "slow": 1}),
+    ("ioping13-warmup2-too-slow.txt", 20, {"warmup": 2, "too slow": 4}),
+    ("ioping13-write-too-slow.txt", 12, {"warmup": 1, "too slow": 6}),
+    ("ioping13-write-all-too-slow.txt", 15, {"warmup": 3, "too slow": 12}),
+    ("ioping13-cached-too-fast.txt", 12, {"warmup": 1, "too fast": 1}),
+    ("ioping13-too-slow.txt", 10, {"warmup": 1, "too slow": 7}),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "notes"), ANNOTATIONS, ids=[case[0] for case in ANNOTATIONS])
+def test_annotated_request_lines_are_counted_as_ioping_counts_them(name, lines, notes):
+    (found,) = ioping.parse(fixture(name))
+    assert (found.request_lines, found.annotations) == (lines, notes)
+    # counted = lines - warmup - too fast - too slow: the summary's own count, so no disagreement warning
+    assert found.requests == lines - notes.get("warmup", 0) - notes.get("too fast", 0) - notes.get("too slow", 0)
+    assert not [text for text in found.warnings if "request lines" in text], found.warnings
+
+
+def test_counted_request_times_add_up_to_the_completed_time():
+    """The times of the counted lines (fast and slow included) sum to ioping's "completed in" time:
+    79.3 + 199.4 + 313.8 + 105.8 + 208.9 + 219.1 + 85.2 + 222.2 + 206.6 + 92.7 + 228.4 + 167.2 + 98.1 + 6660
+    + 57.5 + 58.5 + 55.9 + 135.6 + 82.8 = 9277.0 us; printed "19 requests completed in 9.28 ms"."""
+    (found,) = ioping.parse(fixture("ioping13-warmup-fast-slow.txt"))
+    assert found.counted_request_ns == pytest.approx(9277.0 * US)
+    assert found.seconds == 9.28e-3
+    # 121.1 + ... (14 counted lines) = 2663.1 us; printed 2.66 ms. The warmup and too-slow lines are not in it.
+    (other,) = ioping.parse(fixture("ioping13-warmup2-too-slow.txt"))
+    assert other.counted_request_ns == pytest.approx(2663.1 * US)
+
+
+def test_slow_requests_stay_in_the_figures_with_a_warning():
+    (found,) = ioping.parse(fixture("ioping13-warmup-fast-slow.txt"))
+    assert found.max_ns == 6.66 * MS  # the (slow) request is ioping's max: it is counted
+    assert ("1 request(s) ioping marked (slow), over twice the running average (1.3; 1.2: the top 5% of the "
+            "range so far): counted in the figures, as ioping counts them") in found.warnings
+
+
+def test_request_lines_that_disagree_with_the_summary_are_a_warning():
+    # Drop the (warmup) note: the lines now say 20 counted requests, ioping's summary says 19.
+    text = fixture("ioping13-warmup-fast-slow.txt").replace(" (warmup)", "", 1)
+    (found,) = ioping.parse(text)
+    assert found.requests == 19  # the statistics block stays the source of the figures
+    assert ("request lines say 20 counted requests (20 lines - 0 warmup - 0 too fast - 0 too slow), the "
+            "statistics block 19: the statistics block is used") in found.warnings
+
+
+def test_no_counted_request_gives_no_latency():
+    (found,) = ioping.parse(fixture("ioping13-write-all-too-slow.txt"))
+    assert (found.min_ns, found.avg_ns, found.max_ns, found.mdev_ns) == (None, None, None, None)
+    assert ("no request counted (3 warmup, 12 too slow): ioping's 0 ns latencies and 0 iops are not figures"
+            in found.warnings)
+    _tool, (result,) = parse_output(fixture("ioping13-write-all-too-slow.txt"), "ioping")
+    assert result["metrics"]["write_iops"] is None and result["metrics"]["latency_ns"]["write"] is None
+
+
+def test_request_lines_without_a_statistics_block_say_the_output_was_cut():
+    text = "".join(fixture("ioping13-warmup-fast-slow.txt").splitlines(True)[:20])
+    with pytest.raises(ParseError) as caught:
+        ioping.parse(text)
+    assert "20 request line(s) but no statistics block (the output was cut before ioping ended)" in str(caught.value)
 
 
 def test_raw_line_gives_the_exact_request_size_and_wall_time():

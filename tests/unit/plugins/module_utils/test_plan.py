@@ -101,7 +101,8 @@ def test_sweep_offsets_are_aligned_evenly_spaced_and_stay_inside():
 def test_every_profile_names_only_catalog_tests_and_full_is_everything():
     for profile in PROFILES.values():
         assert set(profile.tests) <= set(CATALOG)
-    assert set(PROFILES["full"].tests) == set(CATALOG)
+    # full: every test but the SSD steady-state ones (raw_write devices only, hours on a real drive; their own profile)
+    assert set(PROFILES["full"].tests) == set(CATALOG) - {"ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read"}
 
 
 def test_evidence_profile_runs_dd_and_bonnie_before_fio():
@@ -308,12 +309,14 @@ def raw(device="/dev/sdc", size=GIB, granted="raw_read", logical=512, physical=4
 READ_TESTS = ["dd_seq_read", "zcav_sweep", "fio_rand_read", "fio_rand_read_qd1", "fio_seq_read", "ioping_latency"]
 WRITE_TESTS = ["dd_seq_write_direct", "fio_seq_write", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
                "fio_commit_rate"]
+# raw_write devices only (never a directory), not in the full profile: tests/unit/.../test_ssd_steady_state.py
+SSD_TESTS = ["ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read"]
 FILESYSTEM_TESTS = ["dd_seq_write", "dd_block_sweep", "bonnie", "sysbench_rndrd", "sysbench_fsync"]
 
 
 def test_the_catalog_says_what_each_test_does_to_a_raw_device():
     assert sorted(test for test, entry in CATALOG.items() if entry.raw == "read") == sorted(READ_TESTS)
-    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "write") == sorted(WRITE_TESTS)
+    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "write") == sorted(WRITE_TESTS + SSD_TESTS)
     assert sorted(test for test, entry in CATALOG.items() if entry.raw == "") == sorted(FILESYSTEM_TESTS)
 
 

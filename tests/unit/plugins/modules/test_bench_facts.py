@@ -66,6 +66,7 @@ def test_parse_only_dd_src_gives_a_schema_1_record(capsys):
             "write_iops": None,
             "fsyncs_per_s": None,
             "latency_ns": {"read": None, "write": None},
+            "transfer_bytes_per_s": pytest.approx(134217728 / 2.73932, rel=1e-12),  # dd: kept whatever the direction
         },
         "bytes": 134217728,
         "seconds": 2.73932,
@@ -112,7 +113,7 @@ def test_parse_error_fails_naming_tool_expectation_and_line(capsys):
     code, result = run_module(capsys, content="fio: engine libaio not loadable\n", tool="fio")
     assert code == 1
     assert result["msg"] == (
-        "fio output: expected fio JSON output (--output-format=json), found none; "
+        "fio output: expected fio JSON output (--output-format=json), found none (nor fio normal or terse output); "
         "offending line 1: 'fio: engine libaio not loadable'; parsed from content="
     )
 

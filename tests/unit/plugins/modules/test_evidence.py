@@ -66,6 +66,9 @@ def test_snapshot_before_and_after_of_vda(tmp_path, capsys):
     assert lsblk["argv"][1:] == ["-J", "-b", "-O", "/dev/vda"] and os.path.isabs(lsblk["argv"][0])
     assert lsblk["exit_code"] == 0 and lsblk["output"] == "before/vda/lsblk.json"
     assert result["clock"].startswith("clock offset: ")
+    # Where the kernel lines came from (dmesg as root here; the journal or why not otherwise), never silent.
+    assert result["kernel_log"].startswith("kernel log: ")
+    assert (tmp_path / "ev" / "before" / "host" / "kernel-log.txt").read_text().strip() == result["kernel_log"]
 
     code, after = run_module(capsys, state="snapshot", phase="after", dir=root, devices=["vda"])
     assert code == 0, after
