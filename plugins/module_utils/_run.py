@@ -494,6 +494,21 @@ def remove_stale_fences(home: str, alive: Callable[[int], bool]) -> Tuple[List[s
     return removed, problems
 
 
+def fence_setup_advice(error_number: Optional[int]) -> str:
+    """What to do when a cache fence cgroup cannot be created or entered, by the errno the kernel gave
+    (a lab run once saw ENODEV under load, where "run with become" was no help)."""
+    if error_number in (errno.EACCES, errno.EPERM):
+        return "run with become: true"
+    if error_number == errno.EROFS:
+        return ("the memory cgroup hierarchy is mounted read-only here (a container?): mount it read-write, or set "
+                "diskproof_cache_fence_bytes: 0 to size buffered tests at 2 x RAM instead")
+    if error_number in (errno.ENODEV, errno.ENOSPC, errno.EBUSY, errno.EAGAIN):
+        return ("the kernel refused a new memory cgroup (too many cgroups, dying ones included, or its parent being "
+                "removed): run again; if it persists, set diskproof_cache_fence_bytes: 0 to size buffered tests at "
+                "2 x RAM")
+    return "check that the memory cgroup controller is mounted and writable, or set diskproof_cache_fence_bytes: 0"
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

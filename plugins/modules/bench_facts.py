@@ -1364,8 +1364,8 @@ class Job:
             self.fence.create()
             self.fence.enter()
         except OSError as error:
-            raise TaskFailed("cache_fence_bytes: cannot set up the memory cgroup %s: %s; run with become: true"
-                             % (self.fence_layout.path, error))
+            raise TaskFailed("cache_fence_bytes: cannot set up the memory cgroup %s: %s; %s"
+                             % (self.fence_layout.path, error, _run.fence_setup_advice(error.errno)))
 
     # ------------------------------------------------------------------ measured runs
 

@@ -566,3 +566,17 @@ def test_existing_evidence(tmp_path):
 def test_last_line():
     assert _run.last_line("a\n\n  b  \n\n") == "b"
     assert _run.last_line("") == "(no output)"
+
+
+@pytest.mark.parametrize(("error_number", "advice"), [
+    (errno.EACCES, "run with become: true"),
+    (errno.EPERM, "run with become: true"),
+    (errno.EROFS, "mounted read-only here (a container?)"),
+    (errno.ENODEV, "the kernel refused a new memory cgroup"),   # seen once on a loaded lab: become is no help
+    (errno.ENOSPC, "the kernel refused a new memory cgroup"),
+    (None, "check that the memory cgroup controller is mounted and writable"),
+])
+def test_fence_setup_advice_follows_the_errno(error_number, advice):
+    text = _run.fence_setup_advice(error_number)
+    assert advice in text
+    assert ("become" in text) == (error_number in (errno.EACCES, errno.EPERM))
