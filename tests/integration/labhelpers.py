@@ -116,6 +116,18 @@ def ansible_env(**extra: str) -> Dict[str, str]:
     return dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_NOCOLOR="1", **extra)
 
 
+def checkout_collection_env(report_dir: Path) -> Dict[str, str]:
+    """ansible_env() for runs that must use this checkout as diskproof.fleet (the link `make collection` makes,
+    created here when missing), the project's ansible.cfg, and the report callback writing to report_dir."""
+    collection = REPO / ".ansible" / "collections" / "ansible_collections" / "diskproof" / "fleet"
+    if not collection.exists():
+        collection.parent.mkdir(parents=True, exist_ok=True)
+        collection.symlink_to(Path("..", "..", "..", ".."))
+    return ansible_env(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+                       ANSIBLE_COLLECTIONS_PATH=str(REPO / ".ansible" / "collections"),
+                       DISKPROOF_REPORT_DIR=str(report_dir), ANSIBLE_FORCE_COLOR="0")
+
+
 def playbook(inventory: Path, playbook_path: Path, report_dir: Path, *extra: Any, check: bool = False,
              timeout: float = 900) -> Tuple[int, str, Optional[Dict[str, Any]]]:
     """ansible-playbook with the report callback writing to report_dir; each extra is one -e value

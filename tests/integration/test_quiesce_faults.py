@@ -127,17 +127,9 @@ class Run:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    collection = REPO / ".ansible" / "collections" / "ansible_collections" / "diskproof" / "fleet"
-    if not collection.exists():
-        collection.parent.mkdir(parents=True, exist_ok=True)
-        collection.symlink_to(Path("..", "..", "..", ".."))
     started = time.monotonic()
     lab("up", "--replace", str(SPEC))
-    environment = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")),
-                       ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-                       ANSIBLE_COLLECTIONS_PATH=str(REPO / ".ansible" / "collections"),
-                       DISKPROOF_REPORT_DIR=str(tmp_path_factory.mktemp("report")),
-                       ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    environment = labhelpers.checkout_collection_env(tmp_path_factory.mktemp("report"))
     try:
         start = subprocess.run([str(BIN / "ansible"), "-i", str(INVENTORY), "lab", "-m", "ansible.builtin.service",
                                 "-a", "name=cron state=started"], cwd=REPO, env=environment, capture_output=True,

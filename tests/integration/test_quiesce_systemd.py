@@ -128,17 +128,9 @@ class Run:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    collection = REPO / ".ansible" / "collections" / "ansible_collections" / "diskproof" / "fleet"
-    if not collection.exists():
-        collection.parent.mkdir(parents=True, exist_ok=True)
-        collection.symlink_to(Path("..", "..", "..", ".."))
     started = time.monotonic()
     lab("up", "--replace", str(SPEC), timeout=180)
-    environment = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")),
-                       ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-                       ANSIBLE_COLLECTIONS_PATH=str(REPO / ".ansible" / "collections"),
-                       DISKPROOF_REPORT_DIR=str(tmp_path_factory.mktemp("report")),
-                       ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    environment = labhelpers.checkout_collection_env(tmp_path_factory.mktemp("report"))
     try:
         setup = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(INVENTORY), str(SETUP)], cwd=REPO,
                                env=environment, capture_output=True, text=True, timeout=180, check=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+from test_quiesce import FakeRunner  # the recording stand-in for systemctl and service
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "quiesce"
 # The units of the captures, in the order they were asked for.
@@ -26,17 +27,6 @@ BEFORE_MONOTONIC = 12317.4
 
 def fixture(name):
     return (FIXTURES / name).read_text()
-
-
-class FakeRunner:
-    def __init__(self, answers=None, default=(0, "", "")):
-        self.answers = answers or {}
-        self.default = default
-        self.calls = []
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        return self.answers.get(tuple(argv), self.default)
 
 
 def statuses_of(capture):
