@@ -1,6 +1,8 @@
 # diskproof: every set-up step lives here, so a fresh Debian 12 machine (as root) needs only
 #   make demo   # install, bring up the 6-host lab rack, validate it, print the report, tear down
 #   make test   # install, lint, sanity, unit tests, molecule scenarios against the lab
+# Everything it writes stays in the checkout (.ansible/, .cache/) or under /tmp: tools/check-writes
+# proves it at the end of `make test`.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -10,9 +12,39 @@ VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 export PATH := $(BIN):$(PATH)
 COLLECTION_LINK := .ansible/collections/ansible_collections/diskproof/fleet
+CACHE := $(CURDIR)/.cache
+
+# Keep every tool's state out of root's home. ANSIBLE_HOME moves ansible's tmp/, cp/ (ssh control
+# sockets) and galaxy_cache/ here; molecule (ansible-compat) installs the collection into
+# $$ANSIBLE_HOME/collections, where it finds the checkout's own symlink and skips the copy it would
+# otherwise leave in ~/.ansible/collections. pip, ansible-lint and molecule cache under XDG_CACHE_HOME.
+export ANSIBLE_HOME := $(CURDIR)/.ansible
+# remote_tmp stays ~/.ansible/tmp whatever ANSIBLE_HOME says, and tasks on localhost (the judge play,
+# the evidence checks, the report store) use it on this machine: /tmp instead (lab hosts get their own /tmp).
+export ANSIBLE_REMOTE_TMP := /tmp/diskproof-ansible-remote-tmp
+export XDG_CACHE_HOME := $(CACHE)/xdg
+export PIP_CACHE_DIR := $(CACHE)/pip
+# ansible-test reads ~ itself (~/.ansible/test: the pip stand-in, its sanity venvs): give it a home
+# in /tmp, so its sanity venvs (about 1 min to build per core) outlive the clean clone of each CI run.
+ANSIBLE_TEST_HOME := /tmp/diskproof-ansible-test-home
+# The pip each ansible-test bootstraps into its sanity venvs: 24.2 (core 2.18, 2.19), 23.1.2 (2.17).
+ANSIBLE_TEST_PIP_VERSIONS := 24_2 23_1_2
+WRITES_STAMP := $(CACHE)/writes.stamp
+
 # Outside the checkout: inside it, ansible-test would see only files git tracks there (none).
-SANITY_ROOT := /tmp/diskproof-sanity/ansible_collections/diskproof/fleet
-ANSIBLE_TEST_PIP_STANDIN := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+SANITY_TOP := /tmp/diskproof-sanity
+SANITY_ROOT := $(SANITY_TOP)/ansible_collections/diskproof/fleet
+
+# The ansible-core versions meta/runtime.yml claims besides the venv's own (2.19): on each, the unit
+# tests of code that runs on ansible-core (callback, filters, lookups, action, modules, role
+# templates, plugin_utils); sanity on the oldest. The pure-stdlib module_utils and parser tests
+# import nothing from ansible and run once, on 2.19 (docs/tests.md, "Core-version matrix": the
+# times this choice rests on).
+MATRIX_CORES := 2.17.14 2.18.19
+MATRIX_SANITY_CORE := 2.17.14
+MATRIX_UNIT_TESTS := $(wildcard tests/unit/plugins/action tests/unit/plugins/callback tests/unit/plugins/filter \
+	tests/unit/plugins/lookup tests/unit/plugins/modules tests/unit/plugins/plugin_utils tests/unit/roles \
+	tests/unit/plugins/module_utils/test_quiesce.py)
 
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,
 # ext4, systemd-nspawn for its systemd hosts), udevadm for the evidence bundle (a minimal Debian
@@ -25,7 +57,8 @@ DEMO_SPEC := lab/rack6.yml
 DEMO_LAB := rack6
 REPORT_DIR := $(CURDIR)/diskproof-report
 
-.PHONY: help deps apt venv collection demo test lint sanity units integration package molecule clean
+.PHONY: help deps apt venv collection demo test lint sanity units integration package molecule clean \
+	matrix matrix-units matrix-sanity matrix-venvs writes-stamp check-writes
 
 help:
 	@echo "make demo   install what is needed, validate the 6-host lab rack, print the report ($(REPORT_DIR))"
@@ -59,24 +92,68 @@ $(COLLECTION_LINK):
 demo: deps
 	tools/demo "$(DEMO_SPEC)" "$(DEMO_LAB)" "$(REPORT_DIR)"
 
-test: deps lint sanity units integration package molecule
+test: deps writes-stamp lint sanity units matrix integration package molecule check-writes
 	@echo "make test: all passed"
+
+# After deps (apt installs system packages on purpose): from here on only the checkout and /tmp.
+writes-stamp:
+	mkdir -p "$(CACHE)" && touch "$(WRITES_STAMP)"
+
+check-writes:
+	tools/check-writes "$(WRITES_STAMP)"
 
 lint: deps
 	yamllint --strict .
 	ansible-lint --profile production
+	# What Galaxy and the docsite render: every plugin and role documented, every reference valid.
+	antsibull-docs --config-file tools/antsibull.cfg lint-collection-docs --plugin-docs \
+		--validate-collection-refs dependent --disallow-unknown-collection-refs .
 
 # ansible-test wants the collection at a path ending in ansible_collections/diskproof/fleet and
 # downloads a pip bootstrap script this machine cannot reach: copy the tree, use the stand-in.
-sanity: deps
-	mkdir -p "$(dir $(ANSIBLE_TEST_PIP_STANDIN))"
-	cp tools/get_pip_offline.py "$(ANSIBLE_TEST_PIP_STANDIN)"
+# $(1): directory of the ansible-test to run (the venv's, or a matrix venv's).
+define run_sanity
+	mkdir -p "$(ANSIBLE_TEST_HOME)/.ansible/test/cache"
+	for version in $(ANSIBLE_TEST_PIP_VERSIONS); do \
+		cp tools/get_pip_offline.py "$(ANSIBLE_TEST_HOME)/.ansible/test/cache/get_pip_$$version.py"; done
 	rm -rf "$(SANITY_ROOT)" && mkdir -p "$(SANITY_ROOT)"
 	git ls-files --cached --others --exclude-standard -z | rsync -a --from0 --files-from=- ./ "$(SANITY_ROOT)/"
-	cd "$(SANITY_ROOT)" && ansible-test sanity --local --python 3.11 --color no
+	cd "$(SANITY_ROOT)" && HOME="$(ANSIBLE_TEST_HOME)" "$(1)/ansible-test" sanity --local --python 3.11 --color no
+endef
+
+sanity: deps
+	$(call run_sanity,$(BIN))
 
 units: deps
 	pytest -q tests/unit
+
+# One venv per claimed ansible-core under .cache/core-X.Y: that core plus the unit tests' packages at
+# the versions requirements-dev.txt pins (resolvelib excepted: each core pins its own range).
+matrix-venvs: $(foreach core,$(MATRIX_CORES),$(CACHE)/core-$(basename $(core))/.installed)
+$(CACHE)/core-%/.installed: requirements-dev.txt
+	rm -rf "$(dir $@)" && $(PYTHON) -m venv "$(dir $@)"
+	grep -viE '^(ansible-core|resolvelib)==' requirements-dev.txt > "$(dir $@)constraints.txt"
+	"$(dir $@)bin/pip" install -q --disable-pip-version-check -c "$(dir $@)constraints.txt" \
+		"ansible-core==$(filter $*.%,$(MATRIX_CORES))" pytest pytest-xdist hypothesis lxml jsonschema PyYAML
+	touch "$@"
+
+# The ansible-facing unit tests on every older core the collection claims, and sanity on the oldest.
+matrix: matrix-units matrix-sanity
+
+# One core after the other: run side by side, tests that watch the whole disk's counters or /tmp
+# (test_bench_facts_runner.py) would see each other.
+matrix-units: deps matrix-venvs
+	@failed=""; for core in $(MATRIX_CORES); do \
+		venv="$(CACHE)/core-$${core%.*}"; echo "matrix: unit tests on ansible-core $$core"; start=$$(date +%s); \
+		"$$venv/bin/python" -m pytest -q -p no:cacheprovider $(MATRIX_UNIT_TESTS) || failed="$$failed $$core"; \
+		echo "matrix: ansible-core $$core units took $$(( $$(date +%s) - start )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "matrix: unit tests failed on ansible-core$$failed" >&2; exit 1; fi
+
+matrix-sanity: deps matrix-venvs
+	@date +%s > "$(CACHE)/matrix-sanity.start"
+	$(call run_sanity,$(CACHE)/core-$(basename $(MATRIX_SANITY_CORE))/bin)
+	@echo "matrix: ansible-core $(MATRIX_SANITY_CORE) sanity took $$(( $$(date +%s) - $$(cat "$(CACHE)/matrix-sanity.start") )) s"
 
 # Real devices, real ansible-playbook runs; they build and remove their own loop devices and labs.
 integration: deps
@@ -95,11 +172,23 @@ package: deps
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.controller_run >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t lookup diskproof.fleet.report_inputs >/dev/null
 	@echo "package: built, installed and documented: $$(ls .cache/package/*.tar.gz)"
+	# What Galaxy / Automation Hub run on upload (offline; ansible-test is `make sanity`'s job).
+	mkdir -p .cache/package/importer/tmp
+	cd .cache/package/importer && GALAXY_IMPORTER_CONFIG=$(CURDIR)/tools/galaxy-importer.cfg \
+		GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP=$(CURDIR)/.cache/package/importer/tmp \
+		GALAXY_IMPORTER_TMP_ROOT_DIR=$(CURDIR)/.cache/package/importer/tmp \
+		python -m galaxy_importer.main $(CURDIR)/.cache/package/diskproof-fleet-*.tar.gz | tee importer.log
+	grep -q '^Importer processing completed successfully' .cache/package/importer/importer.log
+	! grep -E '^(WARNING|ERROR)' .cache/package/importer/importer.log
 	# The AWX execution environment: ansible-builder writes its build context (no container engine).
 	rm -rf .cache/ee
 	ansible-builder create -f execution-environment.yml --context .cache/ee --output-filename Containerfile
 	grep -q 'ansible-galaxy collection install' .cache/ee/Containerfile
 	test -f .cache/ee/_build/collections/diskproof-fleet-$$(awk '/^version:/ {print $$2}' galaxy.yml).tar.gz
+	# The EE's system packages come from the installed collection's bindep.txt, as ansible-builder's
+	# build stage will read them (its introspect step): gnupg2 must be among them.
+	ansible-builder introspect --sanitize .cache/package/collections | tee .cache/ee/introspect.txt
+	grep -q "^- 'gnupg2 " .cache/ee/introspect.txt
 	@echo "package: execution environment build context in .cache/ee"
 
 molecule: deps

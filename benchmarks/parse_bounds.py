@@ -35,8 +35,9 @@ COLLECTIONS = os.path.join(ROOT, ".ansible", "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path)
-    bonnie, dd, fio, fio_text, ioping, parse_output, sysbench, units)
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path is set)
+    bonnie, dd, fio, fio_text, ioping, sysbench, units)
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError  # noqa: E402
 

@@ -47,6 +47,17 @@ description:
     result. Records are kept in a temporary file, not in memory, until the report is written.
   - A problem inside this callback is reported as a warning and disables the callback; it never
     fails the play.
+  - "Every option has a C(diskproof_*) variable, named with the option below, which wins when a play
+    sets it (extra vars, play vars, inventory; the last play that sets it counts; thresholds are
+    percentages there, e.g. C(diskproof_outlier_percent=15)); the environment and C(ansible.cfg)
+    decide when no variable is set. The lookup diskproof.fleet.report_inputs resolves them the same way."
+  - "The report play: when a play with the variable C(diskproof_report_play=true) starts (the last
+    play of validate.yml, acceptance.yml and merge.yml, playbooks/report.yml), the fleet is judged and
+    the files written right then, and the judgement is handed to that play as the variable
+    C(diskproof_report) (C(written), C(report_dir), C(files), C(summary) as the filter
+    diskproof.fleet.report_summary gives it), so its set_stats, the report store and the job's
+    status come from the judgement report.json holds. Nothing is judged again at the end of the
+    playbook unless more results arrived after that play started."
 requirements:
   - enable in configuration, for example C(callbacks_enabled = diskproof.fleet.report) in the
     C([defaults]) section of C(ansible.cfg).
@@ -57,6 +68,7 @@ options:
         created when missing.
       - A relative path is relative to the current directory, or to the directory of the
         configuration file when set there.
+      - Variable C(diskproof_report_dir).
     type: path
     default: ./diskproof-report
     env:
@@ -68,6 +80,7 @@ options:
     description:
       - A record whose primary metric is more than this fraction below its group median is an
         C(outlier). Between 0 and 1, exclusive.
+      - Variable C(diskproof_outlier_percent) (a percentage, e.g. 15).
     type: float
     default: 0.15
     env:
@@ -80,6 +93,7 @@ options:
       - How records are grouped for the median. V(identity) compares a disk with disks of the same
         model, firmware and capacity running the same test (test and rotational when the model is
         unknown, as for VMs and loop devices); V(test) compares every record of a test.
+      - Variable C(diskproof_peer_group).
     type: str
     choices: [identity, test]
     default: identity
@@ -92,6 +106,7 @@ options:
     description:
       - A record whose repeat C(samples) have a coefficient of variation (sample standard deviation
         over mean) above this is C(unstable). Between 0 and 1, exclusive.
+      - Variable C(diskproof_max_cv_percent) (a percentage, e.g. 5).
     type: float
     default: 0.05
     env:
@@ -103,6 +118,7 @@ options:
     description:
       - A record more than this fraction below the baseline value for the same disk (serial, else
         WWN) and test is C(regressed). Between 0 and 1, exclusive. Needs O(baseline_file).
+      - Variable C(diskproof_regression_percent) (a percentage, e.g. 10).
     type: float
     default: 0.10
     env:
@@ -110,10 +126,39 @@ options:
     ini:
       - section: diskproof_report
         key: regression_fraction
+  robust_z_min_deviation:
+    description:
+      - A robust z-score below -3.5 makes a record an C(outlier) only when it is also at least this
+        fraction below its group median (so a very tight group does not flag a 1% difference).
+        From 0 to 1, 1 excluded.
+      - Variable C(diskproof_outlier_z_min_percent) (a percentage, e.g. 5).
+    type: float
+    default: 0.05
+    env:
+      - name: DISKPROOF_ROBUST_Z_MIN_DEVIATION
+    ini:
+      - section: diskproof_report
+        key: robust_z_min_deviation
+  unstable_fails:
+    description:
+      - Whether an C(unstable) result (repeats vary more than O(max_cv)) fails the run
+        (C(summary.passed) false, a junit failure, acceptance.yml's job red). A figure that moved
+        by more than O(max_cv) between repeats cannot be trusted to pass, so it fails by default;
+        set false where a site accepts noisy disks and only wants them listed.
+      - Variable C(diskproof_unstable_fails).
+    type: bool
+    default: true
+    env:
+      - name: DISKPROOF_UNSTABLE_FAILS
+    ini:
+      - section: diskproof_report
+        key: unstable_fails
   rules_file:
     description:
       - YAML file of acceptance rules (C(rules:) list; see docs/report.md). When set it is used
-        instead of the play variable C(diskproof_acceptance).
+        instead of the play variable C(diskproof_acceptance); inline rules in the variable
+        C(diskproof_rules_yaml) (a survey textarea) win over both.
+      - Variable C(diskproof_rules_file).
     type: path
     env:
       - name: DISKPROOF_RULES_FILE
@@ -123,6 +168,8 @@ options:
   baseline_file:
     description:
       - A previous C(report.json) to judge regressions against.
+      - Variable C(diskproof_baseline_file). When neither is set and the report store
+        (C(diskproof_report_store)) holds a passing run, its C(last-pass/report.json) is the baseline.
     type: path
     env:
       - name: DISKPROOF_BASELINE_FILE
@@ -156,6 +203,7 @@ import gc
 import io
 import json
 import os
+import shutil
 import socket
 import tempfile
 from collections.abc import Mapping
@@ -166,15 +214,27 @@ import yaml
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
+from ansible.template import Templar
+from ansible.utils.unsafe_proxy import wrap_var
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _junit, _render
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _csv_cells, _report_inputs
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _csv_cells, _report_inputs, _settings
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"
 JUNIT_XML = "junit.xml"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
-ACCEPTANCE_VARIABLE = "diskproof_acceptance"
+# A play with this variable true is the report play (playbooks/report.yml): the fleet is judged
+# when it starts and the judgement is handed to it as the variable REPORT_VARIABLE.
+REPORT_PLAY_MARKER = "diskproof_report_play"
+REPORT_VARIABLE = "diskproof_report"
+# ansible-runner (AWX's engine) names the job's artifacts directory here; a copy of the report
+# files goes to <it>/diskproof-report, where ansible-runner users and AWX's artifact tooling look.
+RUNNER_ARTIFACTS_ENV = "AWX_ISOLATED_DATA_DIR"
+ARTIFACTS_SUBDIR = "diskproof-report"
+# Every variable the report reads: the settings, the rules, the store's baseline.
+REPORT_VARIABLES = tuple(setting.variable for setting in _settings.SETTINGS) + (
+    _settings.RULES_YAML_VARIABLE, _settings.ACCEPTANCE_VARIABLE, _settings.STORE_BASELINE_VARIABLE)
 COLLECTION_PREFIX = "diskproof.fleet."
 CSV_COLUMNS = (
     "host", "target_path", "device", "test", "tool", "verdict", "reason",
@@ -637,6 +697,20 @@ def _version_from_galaxy(path: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------------
 # the callback
+def copy_to_runner_artifacts(paths: list, artifacts_dir: str | None) -> str | None:
+    """Copy the report files into <artifacts_dir>/diskproof-report (ansible-runner's job artifacts);
+    the directory, or None when not under ansible-runner or the files are written there already."""
+    if not artifacts_dir or not os.path.isdir(artifacts_dir):
+        return None
+    target = os.path.join(os.path.abspath(artifacts_dir), ARTIFACTS_SUBDIR)
+    if os.path.dirname(os.path.abspath(paths[0])) == target:
+        return None
+    os.makedirs(target, exist_ok=True)
+    for path in paths:
+        shutil.copy2(path, os.path.join(target, os.path.basename(path)))
+    return target
+
+
 # ---------------------------------------------------------------------------------------------
 
 class CallbackModule(CallbackBase):
@@ -648,11 +722,9 @@ class CallbackModule(CallbackBase):
     CALLBACK_NEEDS_ENABLED = True
 
     def __init__(self, display=None, options=None):
-        self._report_dir = None
-        self._settings = _aggregate.make_settings()
-        self._rules_file = None
-        self._baseline_file = None
-        self._play_acceptance = None
+        self._variables: dict = {}  # the report's variables as the plays set them (templated); the last play wins
+        self._deprecations_shown: set = set()
+        self._reported: tuple | None = None  # (records, problems) when the report play judged them
         self._play: dict | None = None  # the running play: its hosts, whether it measures, deferred outcomes
         self._spool = RecordSpool()
         self._records_by_host: dict[str, list[tuple]] = {}  # host -> [(spool ref, record facts)]
@@ -665,15 +737,8 @@ class CallbackModule(CallbackBase):
     @_guarded
     def set_options(self, task_keys=None, var_options=None, direct=None):
         super().set_options(task_keys=task_keys, var_options=var_options, direct=direct)
-        self._report_dir = self.get_option("report_dir")
-        self._settings = _aggregate.make_settings(
-            outlier_fraction=self.get_option("outlier_fraction"),
-            peer_group=self.get_option("peer_group"),
-            max_cv=self.get_option("max_cv"),
-            regression_fraction=self.get_option("regression_fraction"),
-        )
-        self._rules_file = self.get_option("rules_file")
-        self._baseline_file = self.get_option("baseline_file")
+        # Bad option values (env, ini) stop the callback here, with the option named.
+        _settings.judge_settings(_settings.resolve({}, self.get_option)[0])
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -727,11 +792,29 @@ class CallbackModule(CallbackBase):
         else:
             self._add_problem(result, _aggregate.HOST_FAILED)
 
+    def _replayed(self, result) -> bool:
+        """A host of a merged record set (action diskproof.fleet.replay_records, playbooks/merge.yml):
+        its records and every outcome its own run saw, with their original tasks and messages."""
+        replay = result._result.get("diskproof_replay")
+        if not isinstance(replay, Mapping):
+            return False
+        host = result._host.get_name()
+        self._add_records(result)
+        self._host_status(host)
+        if self._play is not None:
+            self._play["measuring"] = True
+        for problem in replay.get("problems") or []:
+            if isinstance(problem, Mapping):
+                self._defer(host, str(problem.get("status")), _plain(problem))
+        if replay.get("status") in (_aggregate.HOST_FAILED, _aggregate.HOST_UNREACHABLE):
+            self._defer(host, replay["status"])
+        return True
+
     def _end_play(self) -> None:
         """Every host of a play that measured disks appears in the report, even if it never
         answered; plays that only judge or publish (a final localhost play) leave no trace."""
         play, self._play = self._play, None
-        if play is None or not play["measuring"]:
+        if play is None or not play["measuring"] or play.get("report_play"):
             return
         for host in play["hosts"]:
             self._host_status(host)
@@ -751,19 +834,46 @@ class CallbackModule(CallbackBase):
         inventory = play.get_variable_manager()._inventory
         self._play = {"hosts": [host.get_name() for host in inventory.get_hosts(play.hosts)], "measuring": False, "outcomes": []}
         self._inventory_size = len(inventory.get_hosts("all", ignore_limits=True, ignore_restrictions=True))
-        # Play vars and extra vars, untemplated; the last play that sets the variable wins.
-        play_vars = play.get_variable_manager().get_vars(play=play)
-        if ACCEPTANCE_VARIABLE in play_vars:
-            self._play_acceptance = _plain(play_vars[ACCEPTANCE_VARIABLE])
+        variable_manager = play.get_variable_manager()
+        report_play = self._read_variables(play, variable_manager, inventory)
+        if report_play:
+            # Judged now; what this play's own tasks do (a failing assert, the report store's
+            # tasks, which are this collection's) is not a disk's result.
+            self._play["report_play"] = True
+            play.vars[REPORT_VARIABLE] = wrap_var(self._judge_for_report_play())
+
+    def _read_variables(self, play, variable_manager, inventory) -> bool:
+        """Remember the report's variables this play sets (extra vars, play vars; for the report
+        play also localhost's, where the report store's baseline is); True for the report play."""
+        play_vars = variable_manager.get_vars(play=play)
+        report_play = bool(play_vars.get(REPORT_PLAY_MARKER))
+        if report_play:
+            # The report play's variables as its first host sees them (inventory group vars
+            # included), and the report store's baseline, a fact of localhost.
+            hosts = inventory.get_hosts(play.hosts)
+            if hosts:
+                play_vars = variable_manager.get_vars(play=play, host=hosts[0])
+            localhost_vars = variable_manager.get_vars(play=play, host=inventory.get_host("localhost"))
+            if _settings.STORE_BASELINE_VARIABLE in localhost_vars:
+                play_vars[_settings.STORE_BASELINE_VARIABLE] = localhost_vars[_settings.STORE_BASELINE_VARIABLE]
+        for warning in _settings.deprecated_in(variable_manager.extra_vars) + _settings.deprecated_in(play.vars or {}):
+            if warning not in self._deprecations_shown:
+                self._deprecations_shown.add(warning)
+                self._display.deprecated(warning, version=_settings.DEPRECATED_IN_VERSION, collection_name="diskproof.fleet")
+        present = {name: play_vars[name] for name in REPORT_VARIABLES if name in play_vars}
+        if present:
+            templar = Templar(loader=variable_manager._loader, variables=play_vars)
+            self._variables.update((name, _plain(templar.template(value))) for name, value in present.items())
+        return report_play
 
     @_guarded
     def v2_playbook_on_task_start(self, task, is_conditional):
-        if self._play is not None and _is_measuring_task(task):
+        if self._play is not None and not self._play.get("report_play") and _is_measuring_task(task):
             self._play["measuring"] = True
 
     @_guarded
     def v2_runner_on_ok(self, result):
-        if not _is_loop_summary(result):
+        if not _is_loop_summary(result) and not self._replayed(result):
             self._add_records(result)
 
     @_guarded
@@ -774,7 +884,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if _is_loop_summary(result):
             self._defer(result._host.get_name(), _aggregate.HOST_FAILED)
-        else:
+        elif not self._replayed(result):
             self._failed(result)
 
     @_guarded
@@ -783,13 +893,16 @@ class CallbackModule(CallbackBase):
 
     @_guarded
     def v2_runner_on_unreachable(self, result):
-        self._add_problem(result, _aggregate.HOST_UNREACHABLE)
+        if not self._replayed(result):
+            self._add_problem(result, _aggregate.HOST_UNREACHABLE)
 
     @_guarded
     def v2_playbook_on_stats(self, stats):
         self._end_play()
         try:
-            if not self._records_by_host and not any(status["problems"] for status in self._host_statuses.values()):
+            if self._reported is not None and self._reported == self._collected():
+                return  # the report play judged every record there is
+            if not self._has_results():
                 self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
                 return
             with _cyclic_gc_paused():
@@ -797,47 +910,97 @@ class CallbackModule(CallbackBase):
         finally:
             self._spool.close()
 
-    def _report(self) -> None:
-        """Judge, write every file, show the table. Called with the cyclic collector paused: what
-        it builds is freed when it returns, before the collector is back (which would otherwise
-        walk every young object of the report once more right after)."""
+    def _collected(self) -> tuple:
+        """(records, host problems) received so far: what a report judged."""
+        return (sum(len(kept) for kept in self._records_by_host.values()),
+                sum(len(status["problems"]) for status in self._host_statuses.values()))
+
+    def _has_results(self) -> bool:
+        return bool(self._records_by_host) or any(status["problems"] for status in self._host_statuses.values())
+
+    def _judge_for_report_play(self) -> dict:
+        """Judge and write now, for the report play: what it publishes and fails on is this judgement."""
+        self._reported = self._collected()
+        report_dir = os.path.abspath(self._report_dir())
+        if not self._has_results():
+            self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
+            summary = _aggregate.summarize_entries([], ["no result: no host produced a diskproof_results record"])
+            return {"written": False, "report_dir": report_dir, "files": [], "summary": _aggregate.stats_summary(summary)}
+        with _cyclic_gc_paused():
+            report, paths = self._report()
+        return {"written": True, "report_dir": report_dir, "files": [os.path.basename(path) for path in paths],
+                "summary": _aggregate.stats_summary(report["summary"])}
+
+    def _report(self) -> tuple:
+        """Judge, write every file, show the table; (report without results, paths). Called with
+        the cyclic collector paused: what it builds is freed when it returns, before the collector
+        is back (which would otherwise walk every young object of the report once more right after)."""
         report, entries = self._judge()
         paths, view, listing = self._write(report, entries)
         self._show(table_lines(view, listing))
         self._display.display("report: %s (also %s)" % (paths[0], ", ".join(paths[1:])))
+        copied_to = copy_to_runner_artifacts(paths, os.environ.get(RUNNER_ARTIFACTS_ENV))
+        if copied_to:
+            self._display.display("report: copied to the job's artifacts, %s" % copied_to)
+        return report, paths
 
     # -- judgement -------------------------------------------------------------------------
 
-    def _acceptance(self) -> tuple:
-        """(raw acceptance, source, errors): the rules file when set, else the play variable."""
-        if self._rules_file:
-            acceptance, errors = _report_inputs.read_rules_file(self._rules_file)
-            return acceptance, self._rules_file, errors
-        if self._play_acceptance is not None:
-            return self._play_acceptance, "variable " + ACCEPTANCE_VARIABLE, []
+    def _resolved_settings(self) -> tuple:
+        """({option: value}, {option: source}, errors): every setting, from the plays' variables
+        or this callback's options (_settings.resolve); a bad variable is named and not used."""
+        try:
+            values, sources = _settings.resolve(self._variables, self.get_option)
+            _settings.judge_settings(values)
+            return values, sources, []
+        except ValueError as error:
+            values, sources = _settings.resolve({}, self.get_option)
+            return values, sources, ["settings: %s; judged with the callback's own settings" % error]
+
+    def _report_dir(self) -> str:
+        return self._resolved_settings()[0]["report_dir"]
+
+    def _acceptance(self, values: dict) -> tuple:
+        """(raw acceptance, source, errors): inline rules, else the rules file, else diskproof_acceptance."""
+        inline = _settings.inline_rules(self._variables)
+        if inline is not None:
+            try:
+                return yaml.safe_load(inline), "variable " + _settings.RULES_YAML_VARIABLE, []
+            except yaml.YAMLError as error:
+                return None, "variable " + _settings.RULES_YAML_VARIABLE, ["not YAML: %s" % error]
+        if values["rules_file"]:
+            acceptance, errors = _report_inputs.read_rules_file(values["rules_file"])
+            return acceptance, values["rules_file"], errors
+        if self._variables.get(_settings.ACCEPTANCE_VARIABLE) is not None:
+            return self._variables[_settings.ACCEPTANCE_VARIABLE], "variable " + _settings.ACCEPTANCE_VARIABLE, []
         return None, None, []
 
-    def _baseline(self) -> tuple:
-        """(baseline report, errors) from baseline_file; (None, []) when not set."""
-        if not self._baseline_file:
+    @staticmethod
+    def _baseline(values: dict) -> tuple:
+        """(baseline report, errors) from the baseline file; (None, []) when not set."""
+        if not values["baseline_file"]:
             return None, []
-        return _report_inputs.read_baseline_file(self._baseline_file)
+        return _report_inputs.read_baseline_file(values["baseline_file"])
 
     def _judge(self) -> tuple:
         """(report without its results, entries worst first): see _aggregate.judge_report."""
-        acceptance, rules_source, rules_errors = self._acceptance()
+        values, _sources, settings_errors = self._resolved_settings()
+        for error in settings_errors:
+            self._display.warning("%s: %s" % (self.CALLBACK_NAME, error))
+        acceptance, rules_source, rules_errors = self._acceptance(values)
         if not rules_errors:
             rules_errors = _report_inputs.rules_errors(acceptance)
         if rules_errors:
             acceptance = None
             self._display.warning("%s: acceptance rules from %s not used: %s" % (self.CALLBACK_NAME, rules_source, "; ".join(rules_errors)))
-        baseline, baseline_errors = self._baseline()
+        baseline, baseline_errors = self._baseline(values)
         if baseline_errors:
             self._display.warning("%s: baseline not used: %s" % (self.CALLBACK_NAME, "; ".join(baseline_errors)))
         return _aggregate.judge_report(
-            self._records_by_host, self._host_statuses, self._run_metadata(), settings=self._settings,
+            self._records_by_host, self._host_statuses, self._run_metadata(), settings=_settings.judge_settings(values),
             acceptance=acceptance, rules_source=rules_source, rules_errors=rules_errors,
-            baseline=baseline, baseline_source=self._baseline_file, baseline_errors=baseline_errors,
+            baseline=baseline, baseline_source=values["baseline_file"] or None, baseline_errors=baseline_errors,
+            input_errors=settings_errors,
         )
 
     def _entry_dict(self, entry: _aggregate.Entry) -> dict:
@@ -881,7 +1044,7 @@ class CallbackModule(CallbackBase):
         and report.html list: every entry of a small report; at fleet scale (more than
         _render.LISTING_LIMIT) the entries that are not pass, the passes counted per test and
         peer group."""
-        report_dir = os.path.abspath(self._report_dir)
+        report_dir = os.path.abspath(self._report_dir())
         os.makedirs(report_dir, exist_ok=True)
         paths = [os.path.join(report_dir, name) for name in (REPORT_JSON, RESULTS_CSV, JUNIT_XML, REPORT_MD, REPORT_HTML)]
         json_path, csv_path, junit_path, md_path, html_path = paths

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for the discover facts; thin wrappers over pure module_utils."""
+"""Filters for the discover facts; thin wrappers over pure module_utils.
+
+Documentation in discovery_summary.yml beside this file.
+"""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError

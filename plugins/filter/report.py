@@ -52,15 +52,7 @@ def report_summary(report):
     """A small dict for set_stats: passed, counts by verdict, total, failing entries and hosts."""
     if not isinstance(report, Mapping) or not isinstance(report.get("summary"), Mapping):
         raise AnsibleFilterError("diskproof.fleet.report_summary: input must be a report from diskproof.fleet.fleet_report or a report.json")
-    summary = report["summary"]
-    return {
-        "passed": bool(summary.get("passed")),
-        "counts": dict(summary.get("counts") or {}),
-        "total": summary.get("total"),
-        "failing": [dict(row) for row in summary.get("failing") or []],
-        "failing_hosts": list(summary.get("failing_hosts") or []),
-        "input_errors": list(summary.get("input_errors") or []),
-    }
+    return _aggregate.stats_summary(report["summary"])
 
 
 class FilterModule:

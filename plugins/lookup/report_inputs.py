@@ -16,6 +16,11 @@ description:
     before any host is touched instead of after every disk was measured.
   - Every input given is checked - the rules file, the rules value and the baseline file - even where the
     callback would use only one of the two rule sources.
+  - Called without options (as the collection's playbooks call it), it resolves every report setting from
+    the play's C(diskproof_*) variables and the callback's options exactly as the callback will (docs/report.md,
+    Settings) - thresholds, peer group, rules (C(diskproof_rules_yaml), C(diskproof_rules_file),
+    C(diskproof_acceptance)), the baseline (C(diskproof_baseline_file), else the report store's last passing
+    report) - and fails on any it could not use.
   - Runs on the controller, where the files are; reads them only.
 options:
   rules_file:
@@ -41,7 +46,12 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Check the report's acceptance rules and baseline before anything runs
+- name: Check the report's settings, rules and baseline before anything runs (as the callback will read them)
+  ansible.builtin.debug:
+    msg: "{{ lookup('diskproof.fleet.report_inputs') }}"
+  run_once: true
+
+- name: Check rules given as a value
   ansible.builtin.debug:
     msg: "{{ lookup('diskproof.fleet.report_inputs', rules=diskproof_acceptance | default(None)) }}"
   run_once: true
@@ -55,20 +65,23 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One dict - C(rules) (one line per rule source checked, with its number of rules) and C(baseline)
-      (the baseline file checked and its number of disk x test figures, or null).
+    - One dict - C(rules) (one line per rule source checked, with its number of rules), C(baseline)
+      (the baseline file checked and its number of disk x test figures, or null) and, called without
+      options, C(settings) (each setting's value and where it came from).
   type: list
   elements: dict
 """
 
 import os
 
+import yaml
+
 from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.loader import callback_loader
 from ansible.plugins.lookup import LookupBase
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs, _settings
 
 CALLBACK = "diskproof.fleet.report"
 
@@ -116,11 +129,51 @@ def check(rules_file, baseline_file, rules, rules_name="diskproof_acceptance", s
     return summary, problems
 
 
+def report_variables(variables, template):
+    """The report's variables the play sets (templated), and the store's baseline known on localhost."""
+    names = [setting.variable for setting in _settings.SETTINGS] + [_settings.RULES_YAML_VARIABLE, _settings.ACCEPTANCE_VARIABLE]
+    found = {name: _report_inputs.plain(template(variables[name])) for name in names if name in variables}
+    localhost = (variables.get("hostvars") or {}).get("localhost") or {}
+    if _settings.STORE_BASELINE_VARIABLE in localhost:
+        found[_settings.STORE_BASELINE_VARIABLE] = _report_inputs.plain(template(localhost[_settings.STORE_BASELINE_VARIABLE]))
+    return found
+
+
+def check_play(found):
+    """(summary, problems) of the report's inputs as the callback will resolve them from ``found``."""
+    problems = []
+    try:
+        values, sources = _settings.resolve(found, callback_setting)
+        _settings.judge_settings(values)
+    except ValueError as error:
+        return {"rules": [], "baseline": None, "settings": {}}, ["report setting: %s" % error]
+    inline = _settings.inline_rules(found)
+    rules, rules_name = None, _settings.ACCEPTANCE_VARIABLE
+    if inline is not None:
+        rules_name = _settings.RULES_YAML_VARIABLE
+        try:
+            rules = yaml.safe_load(inline)
+        except yaml.YAMLError as error:
+            problems.append("%s is not YAML: %s" % (rules_name, error))
+    elif not values["rules_file"]:
+        rules = found.get(_settings.ACCEPTANCE_VARIABLE)
+    rules_file = values["rules_file"] if inline is None else None
+    summary, more = check(rules_file, values["baseline_file"], rules, rules_name,
+                          settings=sources["rules_file"].startswith("callback"))
+    summary["settings"] = {option: "%s (%s)" % (values[option], sources[option]) for option in sorted(values)}
+    return summary, problems + more
+
+
 class LookupModule(LookupBase):
     """The report's rules and baseline, checked before the run."""
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
+        if not kwargs:
+            summary, problems = check_play(report_variables(variables or {}, self._templar.template))
+            if problems:
+                raise AnsibleLookupError("the report cannot use its inputs, nothing was run: %s" % " | ".join(problems))
+            return [summary]
         files = {}
         settings = "rules_file" not in kwargs and "baseline_file" not in kwargs
         for name in ("rules_file", "baseline_file"):

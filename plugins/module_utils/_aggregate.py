@@ -336,6 +336,15 @@ def _disk_id(serial: Any, wwn: Any) -> Optional[Tuple[str, str]]:
     return None
 
 
+def _position_id(host: Any, path: Any) -> Optional[Tuple[str, str]]:
+    """The baseline key of a disk with neither serial nor WWN (many VM disks, loop devices): the
+    same target on the same host. Weaker than a serial (a replaced disk inherits its slot's
+    history), so the reason names it."""
+    if host in (None, "") or path in (None, ""):
+        return None
+    return "host and target", "%s:%s" % (host, path)
+
+
 def disk_id_of(record: Mapping[str, Any]) -> Optional[Tuple[str, str]]:
     """(``serial`` | ``wwn``, value) identifying the physical disk across runs, or None."""
     target = _mapping(record.get("target"))
@@ -581,11 +590,14 @@ class Settings(NamedTuple):
     regression_fraction: float = DEFAULT_REGRESSION_FRACTION
     robust_z_limit: float = DEFAULT_ROBUST_Z_LIMIT
     robust_z_min_deviation: float = DEFAULT_ROBUST_Z_MIN_DEVIATION
+    # A figure whose repeats vary more than max_cv cannot be trusted to pass: it fails acceptance
+    # unless the site says otherwise (docs/report.md, Verdicts).
+    unstable_fails: bool = True
 
 
 def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: Any = PEER_GROUP_IDENTITY, max_cv: Any = DEFAULT_MAX_CV,
                   regression_fraction: Any = DEFAULT_REGRESSION_FRACTION, robust_z_limit: Any = DEFAULT_ROBUST_Z_LIMIT,
-                  robust_z_min_deviation: Any = DEFAULT_ROBUST_Z_MIN_DEVIATION) -> Settings:
+                  robust_z_min_deviation: Any = DEFAULT_ROBUST_Z_MIN_DEVIATION, unstable_fails: Any = True) -> Settings:
     """Settings with every value checked; ValueError names the bad one."""
     if peer_group not in PEER_GROUP_CHOICES:
         raise ValueError("peer_group must be one of %s, got %r" % (", ".join(PEER_GROUP_CHOICES), peer_group))
@@ -595,6 +607,8 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
     min_deviation = _number(robust_z_min_deviation)
     if min_deviation is None or not 0 <= min_deviation < 1:
         raise ValueError("robust_z_min_deviation must be a number from 0 to 1 (1 excluded), got %r" % (robust_z_min_deviation,))
+    if not isinstance(unstable_fails, bool):
+        raise ValueError("unstable_fails must be true or false, got %r" % (unstable_fails,))
     return Settings(
         outlier_fraction=validate_outlier_fraction(outlier_fraction),
         peer_group=str(peer_group),
@@ -602,6 +616,7 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
         regression_fraction=_fraction("regression_fraction", regression_fraction),
         robust_z_limit=z_limit,
         robust_z_min_deviation=min_deviation,
+        unstable_fails=unstable_fails,
     )
 
 
@@ -971,7 +986,7 @@ def baseline_index(baseline: Any) -> BaselineIndex:
         if not isinstance(record, _MappingABC):
             continue
         facts = record_facts(record)
-        disk_id = _disk_id(facts.serial, facts.wwn)
+        disk_id = _disk_id(facts.serial, facts.wwn) or _position_id(_mapping(entry).get("host"), facts.target[0])
         metric = _measured_metric(facts)
         # A not_a_disk figure (tmpfs, NFS ...) is no disk's baseline.
         if disk_id is None or metric is None or facts.target[7] is not None:
@@ -980,20 +995,25 @@ def baseline_index(baseline: Any) -> BaselineIndex:
     return {key: median(figures) for key, figures in values.items()}
 
 
-def _baseline_value(facts: RecordFacts, index: Mapping[Tuple[str, str, str, str], float], metric_name: str) -> Optional[Tuple[str, str, float]]:
+def _baseline_value(facts: RecordFacts, index: Mapping[Tuple[str, str, str, str], float], metric_name: str,
+                    host: Any = None) -> Optional[Tuple[str, str, float]]:
     test = str(facts.test or "")
-    for field, disk_id in (("serial", facts.serial), ("wwn", facts.wwn)):
-        if disk_id in (None, ""):
-            continue
-        value = index.get((field, str(disk_id), test, metric_name))
+    candidates = [(field, str(disk_id)) for field, disk_id in (("serial", facts.serial), ("wwn", facts.wwn)) if disk_id not in (None, "")]
+    if not candidates:
+        position = _position_id(host, facts.target[0])
+        candidates = [position] if position is not None else []
+    for field, disk_id in candidates:
+        value = index.get((field, disk_id, test, metric_name))
         if value is not None:
-            return field, str(disk_id), value
+            return field, disk_id, value
     return None
 
 
-def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str, str], float], metric_name: str) -> Optional[Tuple[str, str, float]]:
-    """(id kind, disk id, value) of the record's disk and test in the baseline, or None."""
-    return _baseline_value(record_facts(record), index, metric_name)
+def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str, str], float], metric_name: str,
+                   host: Any = None) -> Optional[Tuple[str, str, float]]:
+    """(id kind, disk id, value) of the record's disk and test in the baseline, or None. A disk
+    with neither serial nor WWN is found by ``host`` and target path."""
+    return _baseline_value(record_facts(record), index, metric_name, host)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1106,7 +1126,7 @@ class _Judge:
             findings.extend((VERDICT_SLOW, reason) for reason in _violations(host, facts, self.rules))
         reference = change = None
         if self.baseline is not None and not_a_disk is None:
-            found = _baseline_value(facts, self.baseline, name)
+            found = _baseline_value(facts, self.baseline, name, host)
             if found is None:
                 notes.append("no baseline for this disk and test")
             else:
@@ -1544,7 +1564,7 @@ class EntryEncoder:
 FAILING_FIELDS = ("host", "target_path", "device", "serial", "test", "verdict", "reason")
 
 
-def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] = ()) -> Dict[str, Any]:
+def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] = (), unstable_fails: bool = True) -> Dict[str, Any]:
     """Counts by verdict (all verdicts present), the failing entries worst first, and ``passed``.
 
     ``passed`` is false when any entry fails (``FAILING_VERDICTS``) or an input that was asked for
@@ -1553,7 +1573,8 @@ def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] 
     counts = {verdict: 0 for verdict in VERDICTS}
     for entry in entries:
         counts[entry["verdict"]] += 1
-    failing = [{key: entry.get(key) for key in FAILING_FIELDS} for entry in sort_worst_first(entries) if entry["verdict"] in FAILING_VERDICTS]
+    failing_set = failing_verdicts(unstable_fails)
+    failing = [{key: entry.get(key) for key in FAILING_FIELDS} for entry in sort_worst_first(entries) if entry["verdict"] in failing_set]
     return _summary(counts, len(entries), failing, input_errors)
 
 
@@ -1568,21 +1589,39 @@ def _summary(counts: Dict[str, int], total: int, failing: List[Dict[str, Any]], 
     }
 
 
-def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = ()) -> Dict[str, Any]:
+def failing_verdicts(unstable_fails: bool = True) -> Tuple[str, ...]:
+    """The verdicts that fail a run: FAILING_VERDICTS, and unstable unless the site lets it pass."""
+    return FAILING_VERDICTS + (VERDICT_UNSTABLE,) if unstable_fails else FAILING_VERDICTS
+
+
+def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = (), unstable_fails: bool = True) -> Dict[str, Any]:
     """``summarize`` for compact entries already worst first (``judge_entries``)."""
     counts = {verdict: 0 for verdict in VERDICTS}
     verdicts = list(map(_VERDICT, entries))
     for verdict, count in collections.Counter(verdicts).items():
         counts[verdict] += count
     failing = []
-    if counts[VERDICT_PASS] + counts[VERDICT_UNSTABLE] < len(entries):
-        failing_verdicts = frozenset(FAILING_VERDICTS)
+    if counts[VERDICT_PASS] < len(entries):
+        failing_set = frozenset(failing_verdicts(unstable_fails))
         for entry, verdict in zip(entries, verdicts):
-            if verdict in failing_verdicts:
+            if verdict in failing_set:
                 path, device, serial, test = entry_target(entry)
                 failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
                                 "verdict": verdict, "reason": entry_reason(entry)})
     return _summary(counts, len(entries), failing, input_errors)
+
+
+def stats_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
+    """What set_stats publishes of a report's summary: passed, counts by verdict, total, failing
+    entries and hosts, input errors."""
+    return {
+        "passed": bool(summary.get("passed")),
+        "counts": dict(summary.get("counts") or {}),
+        "total": summary.get("total"),
+        "failing": [dict(row) for row in summary.get("failing") or []],
+        "failing_hosts": list(summary.get("failing_hosts") or []),
+        "input_errors": list(summary.get("input_errors") or []),
+    }
 
 
 def _hosts_section(records_by_host: Mapping[str, Sequence[Any]], host_statuses: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
@@ -1599,8 +1638,8 @@ def _hosts_section(records_by_host: Mapping[str, Sequence[Any]], host_statuses: 
 
 def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], run_metadata: Mapping[str, Any], *,
                  settings: Settings, acceptance: Any = None, rules_source: Optional[str] = None, rules_errors: Sequence[str] = (),
-                 baseline: Any = None, baseline_source: Optional[str] = None, baseline_errors: Sequence[str] = ()
-                 ) -> Tuple[Dict[str, Any], List[Entry]]:
+                 baseline: Any = None, baseline_source: Optional[str] = None, baseline_errors: Sequence[str] = (),
+                 input_errors: Sequence[str] = ()) -> Tuple[Dict[str, Any], List[Entry]]:
     """The report with ``results`` left empty, and its entries worst first (see ``build_report``).
 
     ``facts_by_host``: ``{host: [(record, facts)]}`` where ``record`` is whatever the caller wants
@@ -1623,6 +1662,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
             "peer_group": settings.peer_group,
             "max_cv": settings.max_cv,
             "regression_fraction": settings.regression_fraction,
+            "unstable_fails": settings.unstable_fails,
             "cache_bypass_min_fraction": CACHE_BYPASS_MIN_FRACTION,
             "verdict_precedence": list(VERDICTS),
             "acceptance": rules,
@@ -1638,7 +1678,8 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
         "hosts": _hosts_section(facts_by_host, host_statuses),
         "groups": groups,
         "results": [],
-        "summary": summarize_entries(entries, ["rules: " + error for error in rules_errors] + ["baseline: " + error for error in baseline_errors]),
+        "summary": summarize_entries(entries, ["rules: " + error for error in rules_errors] + ["baseline: " + error for error in baseline_errors]
+                                     + list(input_errors), settings.unstable_fails),
     }
     return report, entries
 

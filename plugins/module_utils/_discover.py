@@ -1154,15 +1154,21 @@ def raw_write_refusals(target_kname: str, topology: Topology, disks: Sequence[Di
     return sort_refusals(refusals)
 
 
-def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[str, Dict[str, Any]]
-                      ) -> Tuple[List[str], Dict[str, str], List[str]]:
+def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[str, Dict[str, Any]],
+                      loop_files: Sequence[str] = ()) -> Tuple[List[str], Dict[str, str], List[str]]:
     """(selected, skipped {disk: why}, problems) for select=all_data_disks.
 
     Candidates are physical disks of lsblk type "disk": loop devices, ram/zram and optical drives are
     never data disks. Never selected: the boot disk (/, /boot, /boot/efi, /efi on it), disks holding
     active swap, removable and empty (size 0) disks, the paths of a multipath map, and disks matching
-    an exclude pattern (shell-style, against the kernel name, /dev path, serial or WWN). When the disk holding / or a swap area cannot be
-    identified nothing is selected and a problem says why.
+    an exclude pattern (shell-style, against the kernel name, /dev path, serial, WWN or, for a loop
+    device, ``loop:<backing file>``). When the disk holding / or a swap area cannot be identified
+    nothing is selected and a problem says why.
+
+    identities: kname -> {serial, wwn, loop_backing_file}. loop_files: shell patterns; a loop device
+    whose backing file matches one is a candidate too (labs and tests: every lab host sees every loop
+    device of its machine, so each names its own images). Only loop devices have a backing file, so
+    the patterns can never make a real disk a candidate.
     """
     selected = []  # type: List[str]
     skipped = {}  # type: Dict[str, str]
@@ -1174,8 +1180,12 @@ def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[s
     for kname in topology.roots:
         node = topology.nodes[kname]
         ident = identities.get(kname) or {}
+        backing = ident.get("loop_backing_file") if node["type"] == "loop" else None
         why = None
-        if node["type"] != "disk":
+        if node["type"] == "loop" and loop_files and not (
+                backing and any(fnmatch.fnmatchcase(backing, pattern) for pattern in loop_files)):
+            why = "loop device whose backing file (%s) matches no pattern of select_loop_files" % (backing or "none")
+        elif node["type"] not in ("disk", "loop") or (node["type"] == "loop" and not loop_files):
             why = "type %s is never a data disk" % node["type"]
         elif kname.startswith(("zram", "ram")):
             why = "memory-backed"
@@ -1191,7 +1201,7 @@ def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[s
         elif not node.get("size_bytes"):
             why = "empty (size 0)"
         else:
-            keys = [kname, node["path"], ident.get("serial"), ident.get("wwn")]
+            keys = [kname, node["path"], ident.get("serial"), ident.get("wwn"), "loop:" + backing if backing else None]
             for pattern in exclude:
                 if any(key and fnmatch.fnmatchcase(key, pattern) for key in keys):
                     why = "excluded by %r" % pattern
@@ -1203,6 +1213,66 @@ def select_data_disks(host: HostView, exclude: Sequence[str], identities: Dict[s
         else:
             skipped[kname] = why
     return selected, skipped, problems
+
+
+def _filesystem_mount(mounts: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The mount a filesystem is tested through: its whole root (not a bind mount of a subdirectory), writable,
+    at the shortest mount point (the lab's /srv/diskproof/d0 rather than its copy under /dev/shm)."""
+    usable = [mount for mount in mounts if mount["root"] == "/" and "ro" not in mount.get("options", "").split(",")]
+    return min(usable, key=lambda mount: len(mount["mount_point"])) if usable else None
+
+
+def selected_targets(host: HostView, selected: Sequence[str], mode: str
+                     ) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
+    """(targets, skipped {disk: why}): how each disk select_data_disks picked is tested.
+
+    A disk carrying mounted filesystems (on itself, its partitions, LVM or md on it) is tested through each of
+    them as a directory target (class filesystem: the benchmark writes only in a run directory it creates
+    there and removes); its unmounted parts are left alone. A disk with nothing mounted is a device target
+    asking for ``mode`` (raw_read, or raw_write - granted only behind the destructive interlock). A disk whose
+    filesystems are all read-only or mounted only as subdirectories is skipped, with the reason. A filesystem
+    spanning several selected disks (LVM, md) is one target.
+    """
+    topology = host.topology
+    targets = []  # type: List[Dict[str, Any]]
+    skipped = {}  # type: Dict[str, str]
+    paths = set()  # type: Set[str]
+    for disk in selected:
+        subtree = topology.subtree(disk)
+        on_disk = {}  # type: Dict[str, List[Dict[str, Any]]]   filesystem node -> its mounts
+        for mount in host.mounts:
+            kname = host.node_for_mount(mount)
+            if kname in subtree:
+                on_disk.setdefault(kname, []).append(mount)
+        if not on_disk:
+            targets.append({"device": topology.nodes[disk]["path"], "mode": mode})
+            continue
+        usable = []
+        for kname in subtree:
+            if kname in on_disk:
+                mount = _filesystem_mount(on_disk[kname])
+                if mount is not None:
+                    usable.append(mount["mount_point"])
+        if not usable:
+            points = _unique(mount["mount_point"] for mounts in on_disk.values() for mount in mounts)
+            skipped[disk] = ("mounted only read-only or as a subdirectory (%s): nothing to write a test file in, "
+                             "and a mounted disk is never tested raw" % _names(points))
+            continue
+        for point in usable:
+            if point not in paths:
+                paths.add(point)
+                targets.append({"path": point})
+    return targets, skipped
+
+
+def no_data_disk_problem(host_name: str, skipped: Mapping[str, str]) -> str:
+    """The refusal when select=all_data_disks leaves the host nothing to test: every disk seen, grouped by why."""
+    reasons = {}  # type: Dict[str, List[str]]
+    for kname, why in skipped.items():
+        reasons.setdefault(why, []).append(kname)
+    seen = "; ".join("%s: %s" % (_names(knames), why) for why, knames in reasons.items()) or "no disk at all"
+    return ("select all_data_disks: no data disk found on %s (%s). Set diskproof_targets (directories or devices to "
+            "test), or change diskproof_exclude / diskproof_select_loop_files" % (host_name, seen))
 
 
 # -- one-line summaries for people (playbooks/discover.yml) ------------------------------------------

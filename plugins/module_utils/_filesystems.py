@@ -89,7 +89,8 @@ def _unescape_octal(text: str) -> str:
 
 
 def parse_mountinfo(text: str) -> List[Dict[str, str]]:
-    """Mounts of /proc/self/mountinfo in order: mount_point, maj_min (st_dev), root, fstype, source.
+    """Mounts of /proc/self/mountinfo in order: mount_point, maj_min (st_dev), root, fstype, source, options
+    (the mount's own, e.g. "ro,relatime").
 
     mountinfo rather than /proc/mounts: it names the device number of every mount, so a mount is tied
     to its block device even when the source is a by-uuid link, a /dev/mapper name or a renamed node.
@@ -111,6 +112,7 @@ def parse_mountinfo(text: str) -> List[Dict[str, str]]:
             "root": _unescape_octal(fields[3]),
             "fstype": fields[separator + 1],
             "source": _unescape_octal(fields[separator + 2]),
+            "options": fields[5],
         })
     return mounts
 

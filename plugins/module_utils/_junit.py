@@ -13,7 +13,8 @@ The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI 
   left no record), ``classname`` the host, ``time`` the tool's seconds.
 - ``<failure type=verdict message=reason>`` for invalid, slow, regressed and outlier;
   ``<error type=verdict message=reason>`` for error and not_measured (nothing was measured, so
-  nothing passed or failed); pass and unstable pass.
+  nothing passed or failed); pass passes; unstable is a failure when the report's
+  ``rules.unstable_fails`` is true (the default), else it passes and is listed in ``<system-out>``.
 
 ``JunitWriter`` takes the entries one at a time (``add`` a report entry, or ``add_case`` its
 fields, or ``defer`` anything ``write`` turns into those fields when it reaches that host) and
@@ -136,6 +137,9 @@ class JunitWriter:
         self._by_path: Dict[str, Dict[str, Tuple[str, str]]] = {}  # target path -> test -> (name, attribute): text ones
         self._deferred: Dict[str, List[Any]] = {}  # host -> items given to ``defer``, in order
         self._run_properties: Optional[str] = None
+        self._child_tags = dict(_CHILD_TAGS)
+        if (report.get("rules") or {}).get("unstable_fails"):
+            self._child_tags["unstable"] = "failure"
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """A report entry (``results`` item)."""
@@ -157,7 +161,7 @@ class JunitWriter:
         if names is None:
             names = self._case_names(test, target_path)
         suite.time += seconds
-        tag = _CHILD_TAGS.get(verdict) if isinstance(verdict, str) else None
+        tag = self._child_tags.get(verdict) if isinstance(verdict, str) else None
         if tag is None:
             suite.cases.append('    <testcase name="%s" classname="%s" time="%.3f" />\n' % (names[1], classname, seconds))
         else:

@@ -15,7 +15,9 @@ Sizing rules:
   ``dd_seq_write`` and then overwritten in place or read by the other tests: reads never target
   a file this run did not write (a sparse or fallocated file never reaches the disk).
 - Its size is twice the cache basis (the memory figure, or the cache fence when one is set and
-  smaller), rounded up to whole sequential blocks and MiB.
+  smaller), rounded up to whole sequential blocks and MiB. Without an explicit fence, a profile's
+  default fence applies when the memory figure is larger (quick: 4 GiB, so its run time does not
+  grow with RAM); an explicit 0 is no fence.
 - Direct-I/O block sizes are multiples of the device's logical block size (else O_DIRECT fails
   with EINVAL); not being a multiple of its physical block size is a warning.
 - Each filesystem keeps max(5 %, 1 GiB) free at the fullest moment of the run: directory targets are
@@ -140,11 +142,18 @@ class Profile:
     max_repeats: int
     fio_runtime_s: int
     summary: str
+    # Cache fence applied when none is given and the memory figure is larger (None: size from 2 x the memory figure).
+    default_cache_fence_bytes: Optional[int] = None
 
+
+# The quick profile's default cache fence. A memory cgroup this size makes an 8 GiB test file as honest as 2 x RAM
+# (docs/benchmarks.md, the cache fence): large enough to pass through a drive's or RAID controller's own cache
+# (typically <= 4 GiB), small enough that quick takes minutes whatever the RAM (about 2 min per target at 1 GB/s).
+QUICK_DEFAULT_FENCE_BYTES = 4 << 30
 
 PROFILES: Dict[str, Profile] = {
     "quick": Profile(("dd_seq_write", "dd_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"), 2, 3, 10,
-                     "a few minutes per host: scheduled acceptance checks"),
+                     "a few minutes per host: scheduled acceptance checks", QUICK_DEFAULT_FENCE_BYTES),
     "standard": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_seq_read", "fio_seq_write", "fio_seq_read",
                          "fio_rand_read", "fio_rand_read_qd1", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
                          "fio_commit_rate", "sysbench_rndrd", "ioping_latency"), 3, 5, 30,
@@ -265,6 +274,11 @@ class Plan:
     # Per filesystem (its st_dev, or the target path when unknown): mount_point, device, targets, peak_bytes (all
     # that is on it at the fullest moment of the run), peak_job {test, target}, free_bytes, size_bytes, reserve_bytes.
     filesystems: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    # The cache fence the buffered jobs run in (None: none), and whether it is the profile's default.
+    cache_fence_bytes: Optional[int] = None
+    cache_fence_default: bool = False
+    # Every program the jobs run (argv[0] of the commands and setups: dd, fio, bonnie++ ...), in run order.
+    tools: List[str] = field(default_factory=list)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
@@ -272,7 +286,8 @@ class Plan:
             "cache_basis_bytes": self.cache_basis_bytes, "test_file_bytes": self.test_file_bytes,
             "repeats": self.repeats, "max_repeats": self.max_repeats, "fio_runtime_s": self.fio_runtime_s,
             "space": self.space, "warnings": self.warnings, "raw_targets": self.raw_targets, "skipped": self.skipped,
-            "filesystems": self.filesystems,
+            "filesystems": self.filesystems, "cache_fence_bytes": self.cache_fence_bytes,
+            "cache_fence_default": self.cache_fence_default, "tools": self.tools,
             "estimate_s": sum(job["estimate_s"] for job in self.jobs),
         }
 
@@ -419,7 +434,11 @@ class _Resolved:
         self.runtime = settings.fio_runtime_s if settings.fio_runtime_s is not None else profile.fio_runtime_s
         self.ramp = settings.fio_ramp_s
         memory = settings.memory_bytes
-        self.fence = settings.cache_fence_bytes
+        # An explicit fence wins; 0 turns the profile's default off; the default applies only when it is smaller
+        # than the memory figure (a smaller host gets the same file from 2 x RAM without a memory cgroup).
+        default = profile.default_cache_fence_bytes
+        self.fence_default = settings.cache_fence_bytes is None and bool(default) and memory > default
+        self.fence = default if self.fence_default else (settings.cache_fence_bytes or None)
         self.basis = min(memory, self.fence) if self.fence else memory
         seq = settings.sequential_block_size
         self.seq = seq
@@ -691,7 +710,8 @@ def _check_settings(settings: Settings) -> None:
     if not isinstance(settings.run_id, str) or not SAFE_RUN_ID.match(settings.run_id):
         raise PlanError("run_id must be 1-64 letters, digits, '.', '_' or '-', got %r" % (settings.run_id,))
     _positive_int("memory_bytes", settings.memory_bytes, MIB)
-    if settings.cache_fence_bytes is not None:
+    # None: the profile's default fence; 0: no fence.
+    if settings.cache_fence_bytes is not None and settings.cache_fence_bytes != 0:
         _positive_int("cache_fence_bytes", settings.cache_fence_bytes, 16 * MIB)
     for name in ("fio_runtime_s", "repeats", "max_repeats"):
         if getattr(settings, name) is not None:
@@ -817,7 +837,8 @@ def _skip_warnings(skipped: Sequence[Mapping[str, str]], raw_targets: Mapping[st
 def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
     """Every job for every target of one host, in run order, or PlanError before anything is written."""
     if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence) or not targets:
-        raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r" % (targets,))
+        raise PlanError("diskproof_targets must be a non-empty list such as [{path: /srv/disk1}], got %r: set it, or "
+                        "diskproof_select: all_data_disks to test the disks the discover role selects" % (targets,))
     _check_settings(settings)
     selected = select_tests(settings.profile, settings.tests)
     explicit = bool(settings.tests)
@@ -900,7 +921,18 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
                 tests=[test for test in selected if test in ran], profile=settings.profile,
                 cache_basis_bytes=resolved.basis, test_file_bytes=resolved.file_bytes, repeats=resolved.repeats,
                 max_repeats=resolved.max_repeats, fio_runtime_s=resolved.runtime, space=space, warnings=warnings,
-                raw_targets=raw_targets, skipped=skipped, filesystems=filesystems)
+                raw_targets=raw_targets, skipped=skipped, filesystems=filesystems,
+                cache_fence_bytes=resolved.fence if any(job["cache_fence_bytes"] for job in jobs) else None,
+                cache_fence_default=resolved.fence_default, tools=_tools_of(jobs))
+
+
+def _tools_of(jobs: Sequence[Job]) -> List[str]:
+    """The programs the jobs run (their argv, sweep and setup commands), once each in run order: the tool preflight
+    checks each is installed before anything is stopped."""
+    commands = [job["argv"] or [job["tool"]] for job in jobs] + [step["argv"] for job in jobs
+                                                                 for step in job["sweep"] or []]
+    commands += [argv for job in jobs for argv in job["setup"]]
+    return list(dict.fromkeys(str(argv[0]) for argv in commands if argv))
 
 
 def _remove_test_files_after_last_use(jobs: List[Job]) -> Dict[int, str]:
@@ -993,8 +1025,12 @@ def _human(value: float) -> str:
 
 def plan_lines(plan: Plan, memory_bytes: int, fence: Optional[int]) -> List[str]:
     """The plan as people read it: sizing first, then one line per job with its estimate."""
+    fence = plan.cache_fence_bytes or fence
     basis = ("cache fence %s" % _human(fence)) if fence and plan.cache_basis_bytes == fence else \
         ("memory figure %s" % _human(memory_bytes))
+    if plan.cache_fence_default:
+        basis += (" (the %s profile's default: diskproof_cache_fence_bytes: 0 sizes it from the memory figure %s "
+                  "instead)" % (plan.profile, _human(memory_bytes)))
     total = sum(job["estimate_s"] for job in plan.jobs)
     lines = ["profile %s: %d tests, %d jobs, %d run(s) each (up to %d when unstable), about %d min"
              % (plan.profile, len(plan.tests), len(plan.jobs), plan.repeats, plan.max_repeats, math.ceil(total / 60)),

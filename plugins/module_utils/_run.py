@@ -31,7 +31,7 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ._aggregate import CACHE_BYPASS_MIN_FRACTION, cache_bypass, coefficient_of_variation, primary_metric
-from ._parse import empty_metrics
+from ._parse.records import empty_metrics
 
 SYS_ROOT = "/sys"
 CGROUP_ROOT = "/sys/fs/cgroup"

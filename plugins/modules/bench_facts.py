@@ -829,7 +829,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _identity, _paths, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils import _cancel, _proc
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce, _state_dir, _steady
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import (
     ParseError,
     apply_exit_code,
     error_result,

@@ -95,6 +95,10 @@ options:
     description:
       - Run buffered tests inside a memory cgroup of this size and size their files from it (when smaller than the
         memory figure), so a host with a lot of RAM does not need a file of twice its RAM.
+      - Unset is the profile's default - V(quick) fences at 4 GiB when the memory figure is larger, the other
+        profiles size from 2 x the memory figure. V(0) is no fence (V(quick) then sizes from 2 x the memory figure).
+      - When the plan fences a test, a host without a usable memory cgroup is refused here (before anything is
+        stopped or written), saying what to enable or to set V(0).
     type: int
   fio_runtime_s:
     description: Seconds each fio and sysbench job runs; default from the profile.
@@ -279,7 +283,9 @@ plan:
     per filesystem (C(mount_point), C(device), C(targets), C(peak_bytes), C(peak_job), C(free_bytes), C(size_bytes),
     C(reserve_bytes)), C(raw_targets) (per device target - C(device_path), C(device), C(class), C(size_bytes) and block sizes),
     C(skipped) (C(target), C(test), C(reason) - V(needs_filesystem) or V(needs_raw_write)), C(warnings),
-    C(estimate_s) and C(run_dir_identities) (run directory -> C(path), C(resolved), C(device), C(inode); empty in
+    C(estimate_s), C(cache_fence_bytes) (the fence the buffered jobs run in, or null), C(cache_fence_default)
+    (it is the profile's default), C(tools) (every program the jobs run) and C(run_dir_identities)
+    (run directory -> C(path), C(resolved), C(device), C(inode); empty in
     check mode). Each job of a directory target carries its run directory's entry as C(run_dir) (not in check mode).
   returned: success
   type: dict
@@ -298,6 +304,14 @@ leftovers_removed:
   returned: success
   type: list
   elements: str
+tools:
+  description:
+    - Every program the plan runs (C(plan.tools)) -> C(path) (null when not installed) and C(version) (as the
+      discover role reads it; null when none was reported). The plan is refused, before anything is written, when
+      one is missing, reports no version or is older than the plan's commands need, naming the package to install.
+  returned: success
+  type: dict
+  sample: {dd: {path: /usr/bin/dd, version: "9.1"}, fio: {path: /usr/bin/fio, version: "3.33"}}
 memory_bytes:
   description: The memory figure used.
   returned: success
@@ -317,7 +331,9 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _filesystems, _paths, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import (
+    _blockdev, _cancel, _discover, _filesystems, _paths, _run, _tools,
+)
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -598,6 +614,50 @@ def attach_run_dirs(plan, records):
     return plan
 
 
+def probe_tools(module, tools):
+    """tool -> {path, version}: each tool found as bench_facts finds it (get_bin_path) and asked its version the way
+    the discover role asks (the one table, _discover.TOOL_VERSION_ARGS)."""
+    found = {}
+    for tool in tools:
+        path = module.get_bin_path(tool)
+        version = None
+        args = _discover.TOOL_VERSION_ARGS.get(tool)
+        if path and args is not None:
+            dummy, out, err = module.run_command([path] + list(args), environ_update={"LANG": "C", "LC_ALL": "C"},
+                                                 expand_user_and_vars=False)
+            version = _discover.parse_tool_version(tool, out + "\n" + err if out.strip() else err)
+        found[tool] = {"path": path, "version": version}
+    return found
+
+
+def check_tools(module, plan):
+    """Refuse the plan, before the quiesce, when a tool it runs is missing or unusable: name the package."""
+    found = probe_tools(module, plan.tools)
+    problems = _tools.tool_problems(plan.tools, found, _discover.TOOL_VERSION_ARGS)
+    if problems:
+        module.fail_json(msg="benchmark plan refused, nothing was stopped or written: the tests of this plan (%s) need "
+                         "tools this host lacks: %s; then run again" % (", ".join(plan.tests), "; ".join(problems)),
+                         run_dirs=[], tools=found)
+    return found
+
+
+def check_fence(module, plan):
+    """A fenced plan needs a memory cgroup the fence can be made in: refuse it here (before the quiesce) rather than
+    fail every buffered test later - never fall back to an unfenced small file, which would measure the page cache."""
+    if not plan.cache_fence_bytes:
+        return
+    try:
+        _run.plan_fence(os.getpid(), "preflight")
+    except _run.RunError as error:
+        origin = ("the %s profile's default cache fence" % plan.profile) if plan.cache_fence_default else \
+            "the cache fence (diskproof_cache_fence_bytes)"
+        module.fail_json(
+            msg="benchmark plan refused, nothing was stopped or written: %s of %d bytes needs a memory cgroup, but %s; "
+                "enable the memory cgroup controller on this host, or set diskproof_cache_fence_bytes: 0 to size the "
+                "buffered tests from 2 x the memory figure instead (a larger test file, a longer run)"
+                % (origin, plan.cache_fence_bytes, error), run_dirs=[])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -673,6 +733,8 @@ def main():
         plan = build_plan(targets, settings)
     except PlanError as error:
         module.fail_json(msg="benchmark plan refused, nothing was written: %s" % error, run_dirs=[])
+    check_fence(module, plan)
+    tools = check_tools(module, plan)
     lines = ["removed %s, left by the aborted run %s" % leftover for leftover in leftovers] + \
         plan_lines(plan, memory, params["cache_fence_bytes"])
     for warning in plan.warnings:
@@ -686,7 +748,7 @@ def main():
             except OSError as error:
                 module.fail_json(msg="cannot create keep_raw_dir %s: %s" % (raw_dir, error), run_dirs=created)
     module.exit_json(changed=bool(created or leftovers), plan=attach_run_dirs(plan.as_dict(), run_dir_records),
-                     lines=lines, run_dirs=created,
+                     lines=lines, run_dirs=created, tools=tools,
                      memory_bytes=memory, run_id=run_id, leftovers_removed=[path for path, _run_id in leftovers])
 
 

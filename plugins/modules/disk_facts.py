@@ -70,13 +70,17 @@ options:
         type: bool
   select:
     description:
-      - V(all_data_disks) adds every data disk of the host as a target with the class O(select_mode).
+      - V(all_data_disks) adds every data disk of the host as a target. A disk carrying mounted filesystems is tested
+        through each of them as a directory (class V(filesystem) - the benchmark writes only in a run directory it
+        creates there); a disk with nothing mounted as a device with the class O(select_mode).
+        RV(ansible_facts.diskproof_selected_targets) lists these targets.
       - A data disk is a physical disk of C(lsblk) type C(disk) that does not hold C(/), C(/boot), C(/boot/efi),
         C(/efi) or active swap (directly or through partitions, LVM or md), is not removable, not empty, not
-        memory-backed (C(ram), C(zram)), not a path of a multipath map and not matched by O(exclude). Loop devices are
-        never selected (every lab host sees every loop device of its machine).
+        memory-backed (C(ram), C(zram)), not a path of a multipath map, not already under one of O(targets) and not
+        matched by O(exclude). Loop devices are never selected (every lab host sees every loop device of its
+        machine) unless their backing file matches O(select_loop_files).
       - When the disk holding C(/) (or a swap area) cannot be identified, nothing is selected and the reason is
-        listed in RV(refusals).
+        listed in RV(refusals); so is a selection that leaves the host nothing to test (no O(targets) either).
     type: str
     choices: [none, all_data_disks]
     default: none
@@ -88,7 +92,15 @@ options:
   exclude:
     description:
       - Disks O(select) must not pick - shell-style patterns matched against the kernel name (V(sdc), V(nvme*)),
-        the C(/dev) path, the serial or the WWN.
+        the C(/dev) path, the serial, the WWN or, for a loop device, V(loop:<backing file>).
+    type: list
+    elements: str
+    default: []
+  select_loop_files:
+    description:
+      - Shell-style patterns of loop-device backing files O(select) may pick (labs and tests, for example
+        V(/dev/shm/diskproof-lab-rack6/images/rack6-n01-d*.img)). Only loop devices have a backing file, so these
+        patterns can never make another disk selectable.
     type: list
     elements: str
     default: []
@@ -180,7 +192,7 @@ EXAMPLES = r"""
       - device: /dev/sdb
   become: true
 
-- name: Every data disk for read-only tests, except the backup disk
+- name: Every data disk (its mounted filesystems as directories, else read-only raw), except the backup disk
   diskproof.fleet.disk_facts:
     select: all_data_disks
     exclude:
@@ -297,11 +309,12 @@ ansible_facts:
           sample: []
         selection:
           description:
-            - What O(select) did - C(select), C(mode), C(selected) (kernel names), C(skipped) (kernel name to reason);
-              null when O(select=none).
+            - What O(select) did - C(select), C(mode), C(selected) (kernel names), C(skipped) (kernel name to reason),
+              C(targets) (as RV(ansible_facts.diskproof_selected_targets)); null when O(select=none).
           type: dict
           returned: always
-          sample: {select: all_data_disks, mode: raw_read, selected: [sdb, sdc], skipped: {sda: "boot disk (/, /boot)"}}
+          sample: {select: all_data_disks, mode: raw_read, selected: [sdb, sdc], skipped: {sda: "boot disk (/, /boot)"},
+                   targets: [{path: /srv/data1}, {device: /dev/sdc, mode: raw_read}]}
     diskproof_disks:
       description:
         - The physical disks under the targets, keyed by kernel name. Sizes in bytes; null when unknown.
@@ -410,6 +423,15 @@ ansible_facts:
             - Null for other disks or when C(nvme) is not installed.
           type: dict
           returned: always
+    diskproof_selected_targets:
+      description:
+        - The targets O(select) added, as the benchmark role takes them - C(path) (the mount point) for each mounted
+          filesystem of a selected disk; C(device) (its C(/dev) path) and C(mode) (O(select_mode)) for a disk with
+          nothing mounted. Empty when O(select=none). The benchmark role tests them after its C(diskproof_targets).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{path: /srv/data1}, {device: /dev/sdc, mode: raw_read}]
     diskproof_targets_resolved:
       description: One entry per target, O(targets) first in order, then the disks O(select) picked.
       returned: always
@@ -429,7 +451,9 @@ ansible_facts:
             - {code: not_destructive, message: diskproof_destructive is not true}
       contains:
         target:
-          description: The target as given (C(path) or C(device)); for selected disks C(device) is the disk's C(/dev) path.
+          description:
+            - The target as given (C(path) or C(device)); for selected disks the mount point of a filesystem on it
+              (C(path)) or the disk's C(/dev) path (C(device)).
           type: dict
           returned: always
         kind:
@@ -789,19 +813,25 @@ class Discovery(object):
                                           "or raw_write)" % (index, mode, kind))
 
     def select(self, view, explicit):
+        """(selected disks, skipped {disk: why}, problems, the targets they are tested as)."""
         topology = view.topology
         identities = {}
         for kname in topology.roots:
             node = topology.nodes[kname]
             values = self.sysfs(kname)
             identities[kname] = {"serial": node.get("serial") or values.get("serial"),
-                                 "wwn": node.get("wwn") or values.get("wwid")}
-        selected, skipped, problems = _discover.select_data_disks(view, self.params["exclude"], identities)
+                                 "wwn": node.get("wwn") or values.get("wwid"),
+                                 "loop_backing_file": values.get("loop_backing_file")}
+        selected, skipped, problems = _discover.select_data_disks(view, self.params["exclude"], identities,
+                                                                  self.params["select_loop_files"])
         for kname in list(selected):
             if kname in explicit:
                 selected.remove(kname)
                 skipped[kname] = "already a target"
-        return selected, skipped, problems
+        targets, unusable = _discover.selected_targets(view, selected, self.params["select_mode"])
+        skipped.update(unusable)
+        selected = [kname for kname in selected if kname not in unusable]
+        return selected, skipped, problems, targets
 
     def classify(self, view, record, disks):
         if record["refusals"]:
@@ -829,14 +859,17 @@ class Discovery(object):
         host = self.host(view)
         targets = [self.resolve(view, spec, "inventory") for spec in params["targets"]]
         problems = []
+        chosen = []
         if params["select"] == "all_data_disks":
-            explicit = set(record["device"] for record in targets if record["kind"] == "device" and record["device"])
-            selected, skipped, problems = self.select(view, explicit)
+            # A disk already under a target of the inventory (a directory on it, the disk or a part of it) is
+            # not selected again: its filesystem would be tested twice.
+            explicit = set(disk for record in targets for disk in record["disks"])
+            selected, skipped, problems, chosen = self.select(view, explicit)
             host["selection"] = {"select": params["select"], "mode": params["select_mode"], "selected": selected,
-                                 "skipped": skipped}
-            for kname in selected:
-                targets.append(self.resolve(view, {"device": view.topology.nodes[kname]["path"],
-                                                   "mode": params["select_mode"]}, "select"))
+                                 "skipped": skipped, "targets": chosen}
+            targets.extend(self.resolve(view, spec, "select") for spec in chosen)
+            if not targets and not problems:
+                problems.append(_discover.no_data_disk_problem(params["host"] or host["hostname"], skipped))
         writable = set(name for record in targets if record["requested"] == "raw_write" for name in record["disks"])
         disks = {}
         for record in targets:
@@ -851,7 +884,8 @@ class Discovery(object):
             label = record["target"].get("path") or record["target"].get("device")
             refusals.extend("%s (requested %s) %s: %s" % (label, record["requested"], refusal["code"], refusal["message"])
                             for refusal in record["refusals"])
-        facts = {"diskproof_host": host, "diskproof_disks": disks, "diskproof_targets_resolved": targets}
+        facts = {"diskproof_host": host, "diskproof_disks": disks, "diskproof_targets_resolved": targets,
+                 "diskproof_selected_targets": chosen}
         if refusals and params["fail_on_refusal"]:
             self.module.fail_json(msg="%d refusal(s): %s" % (len(refusals), " | ".join(refusals)), refusals=refusals,
                                   ansible_facts=facts)
@@ -875,6 +909,7 @@ def main():
             select=dict(type="str", default="none", choices=["none", "all_data_disks"]),
             select_mode=dict(type="str", default="raw_read", choices=["raw_read", "raw_write"]),
             exclude=dict(type="list", elements="str", default=[]),
+            select_loop_files=dict(type="list", elements="str", default=[]),
             destructive=dict(type="bool", default=False),
             destructive_allow=dict(type="list", elements="str", default=[]),
             smart=dict(type="bool", default=True),

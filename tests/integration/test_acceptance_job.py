@@ -55,6 +55,8 @@ def acceptance(tmp_path, name, *extra):
             # real disks do: only a disk 50 % below its peers counts as an outlier here, by either
             # rule (a clean-clone CI run saw one equal disk 14 % low: robust z -3.9 with three peers).
             "-e", "diskproof_outlier_percent=50", "-e", "diskproof_outlier_z_min_percent=50",
+            # The same reason between two runs: the slowed disk reads 67 % below its baseline.
+            "-e", "diskproof_regression_percent=30",
             "-e", json.dumps({"diskproof_rules_yaml": RULES})]
     for value in extra:
         argv += ["-e", value]
@@ -63,31 +65,60 @@ def acceptance(tmp_path, name, *extra):
     stats_line = next((line for line in output.splitlines() if line.strip().startswith("RUN:")), None)
     assert stats_line is not None, output[-3000:]
     stats = json.loads(stats_line.split("RUN:", 1)[1])
+    assert_one_judgement(result.returncode, stats["diskproof"], report_dir / "report.json", output)
     return result.returncode, stats["diskproof"], report_dir / "report.json", output
 
 
+def assert_one_judgement(rc, summary, report_json, output):
+    """report.json, the set_stats summary and the job's status are one judgement (the callback's)."""
+    report = json.loads(report_json.read_text())
+    published = {key: report["summary"][key] for key in ("passed", "counts", "total", "failing", "failing_hosts", "input_errors")}
+    assert summary == published, (summary, published)
+    assert (rc == 0) is report["summary"]["passed"], output[-3000:]
+
+
 def test_green_then_red_when_a_disk_is_slowed(accj, tmp_path):
-    rc, summary, good_report, output = acceptance(tmp_path, "good")
+    """Two scheduled runs with a report store and nothing else: the second is judged against the
+    first through the store (its last-pass report.json) and is `regressed` as well as `slow`."""
+    store = tmp_path / "store"
+    rc, summary, good_report, output = acceptance(tmp_path, "good", "diskproof_report_store=%s" % store)
     assert rc == 0, output[-3000:]
     assert summary["passed"] is True and summary["failing"] == []
     assert summary["counts"]["pass"] == summary["total"] == 15   # 3 hosts x 5 quick tests
     assert "all 15 results pass" in output
+    first_run = (store / "latest").resolve()
+    assert (store / "last-pass").resolve() == first_run and (first_run / "report.json").read_bytes() == good_report.read_bytes()
 
     # Slow one disk's reads to 16 MiB/s (16.8 MB/s) at the lab's root blkio throttle.
     disk = accj[SLOWED]["diskproof_lab_disks"][0]
     with open(READ_BPS, "w", encoding="ascii") as handle:
         handle.write("%s %d" % (disk["major_minor"], 16 * 1048576))
 
-    rc, summary, _slowed_report, output = acceptance(tmp_path, "slowed", "diskproof_baseline_file=%s" % good_report)
+    rc, summary, slowed_report, output = acceptance(tmp_path, "slowed", "diskproof_report_store=%s" % store)
     assert rc != 0
     assert summary["passed"] is False
     failing = {(row["host"], row["test"], row["verdict"]) for row in summary["failing"]}
     assert (SLOWED, "dd_seq_read", "slow") in failing, summary["failing"]
     assert {row["host"] for row in summary["failing"]} == {SLOWED}
-    assert "Fail the job when a disk is slow" in output and "failing result(s)" in output
+    assert "Fail the run when a result fails" in output and "failing result(s)" in output
     reasons = " ".join(row["reason"] for row in summary["failing"] if row["test"] == "dd_seq_read")
     assert "read 1" in reasons and "< minimum 40.0 MB/s" in reasons
-    # The baseline file is read and handed to the judgement; loop devices have no serial or WWN,
-    # so no lab disk can be matched to its own history (the unit tests of _aggregate cover
-    # `regressed`). A baseline that could not be used would name its errors in the failing rows.
-    assert all(row["verdict"] == "slow" for row in summary["failing"] if row["test"] == "dd_seq_read")
+
+    # The baseline came from the store: the first run's report.json, the slowed read regressed
+    # against its own figure (loop devices have no serial: matched by host and target path).
+    report = json.loads(slowed_report.read_text())
+    assert report["baseline"]["source"].endswith("report.json") and report["baseline"]["disks_tests"] == 15
+    slowed_read = next(entry for entry in report["results"] if entry["host"] == SLOWED and entry["test"] == "dd_seq_read")
+    regressed = [finding["reason"] for finding in slowed_read["reasons"] if finding["verdict"] == "regressed"]
+    assert len(regressed) == 1 and "(host and target %s:" % SLOWED in regressed[0], slowed_read["reasons"]
+
+    # The store after two scheduled runs: both kept, latest the failing one, last-pass the first.
+    second_run = (store / "latest").resolve()
+    assert second_run != first_run and (store / "last-pass").resolve() == first_run
+    index = json.loads((store / "index.json").read_text())
+    assert [(run["run_id"], run["passed"]) for run in index["runs"]] == [(first_run.name, True), (second_run.name, False)]
+    # The baseline's temporary copy on the controller is gone with the run.
+    assert not Path(report["baseline"]["source"]).parent.exists()
+    for run_dir in (first_run, second_run):
+        checked = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=run_dir, capture_output=True, text=True, check=False)
+        assert checked.returncode == 0 and checked.stdout.count(": OK") == 5, checked.stdout + checked.stderr

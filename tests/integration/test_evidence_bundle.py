@@ -26,7 +26,8 @@ LAB = "evid"
 HOST = "evid-n01"
 INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
 BIN = Path(sys.executable).parent
-SHORT = ["benchmark_fio_runtime_s=3", "benchmark_repeats=1", "quiesce_idle_window=1"]
+# diskproof_memory_bytes as `-e key=value` gives it: a string (the lab's inventory says the same 32 MiB).
+SHORT = ["benchmark_fio_runtime_s=3", "benchmark_repeats=1", "quiesce_idle_window=1", "diskproof_memory_bytes=33554432"]
 EVIDENCE_TESTS = ["dd_seq_write", "dd_seq_write_direct", "dd_block_sweep_4k", "dd_block_sweep_100k", "dd_block_sweep_1m",
                   "dd_block_sweep_10m", "dd_seq_read", "bonnie", "fio_seq_write", "fio_seq_read", "fio_rand_read",
                   "fio_rand_write", "fio_commit_rate"]
@@ -135,6 +136,8 @@ def test_evidence_bundle_per_disk_verifies_and_nothing_is_left_on_the_host(evid,
     assert "dd if=%s of=/dev/null bs=1048576 count=64 iflag=direct" % test_file in readme
     assert " ".join(by_test["bonnie"]["command"]) in readme and "bonnie++ -d " in readme
     assert "## Reproduce the key figures with plain dd and bonnie++" in readme
+    # The memory the tests were sized by, also when it came as a string (it once said "unknown").
+    assert "| Memory (the figure tests were sized by) | 33,554,432 B (32.0 MiB) |" in readme
 
     # Snapshots before and after, the host files, raw outputs and fio job files.
     device = evid["device"]

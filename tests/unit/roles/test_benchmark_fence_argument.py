@@ -1,6 +1,7 @@
-"""roles/benchmark/tasks/plan.yml hands diskproof_cache_fence_bytes to bench_plan: 0 (a survey's "off"),
-empty or unset means no fence; any other value goes to the plan, which refuses what it cannot use (a
-negative value was once dropped like 0, and the run went ahead unfenced)."""
+"""roles/benchmark/tasks/plan.yml hands diskproof_cache_fence_bytes to bench_plan: empty or unset is omitted (the
+profile's default: the quick profile fences at 4 GiB, the others do not); 0 (a survey's "off") is passed as 0, which
+turns the quick default off; any other value goes to the plan, which refuses what it cannot use (a negative value was
+once dropped like 0, and the run went ahead unfenced)."""
 from __future__ import annotations
 
 import pathlib
@@ -8,6 +9,7 @@ import pathlib
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
+from ansible.release import __version__ as ansible_version
 from ansible.template import Templar
 
 try:
@@ -23,26 +25,39 @@ TASKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "t
 MIB = 1 << 20
 
 
+# ansible-core 2.19 has omit as a template global; older cores take it from the play's variables
+# (a placeholder string that the task executor drops), and render every value as a string.
+OMIT_PLACEHOLDER = "__omit_place_holder__diskproof_test"
+OLD_CORE = tuple(int(part) for part in ansible_version.split(".")[:2]) < (2, 19)
+
+
 def fence_argument(**variables):
-    """What the role passes as cache_fence_bytes (absent: the key is omitted)."""
+    """What the role passes as cache_fence_bytes (absent: the key is omitted), as the module's
+    argument_spec (type=int) receives it."""
     plan_task = next(task for task in yaml.safe_load(TASKS.read_text()) if "diskproof.fleet.bench_plan" in task)
     expression = trust_as_template(plan_task["diskproof.fleet.bench_plan"]["cache_fence_bytes"])
+    if OLD_CORE:
+        variables = dict(variables, omit=OMIT_PLACEHOLDER)
     rendered = Templar(loader=DataLoader(), variables=variables).template({"cache_fence_bytes": expression})
-    return rendered.get("cache_fence_bytes", "omitted")
+    value = rendered.get("cache_fence_bytes", "omitted")
+    if value in ("omitted", OMIT_PLACEHOLDER):
+        return "omitted"
+    return int(value)
 
 
 @pytest.mark.parametrize(("variables", "passed"), [
     ({}, "omitted"),
     ({"diskproof_cache_fence_bytes": None}, "omitted"),
-    ({"diskproof_cache_fence_bytes": 0}, "omitted"),
-    ({"diskproof_cache_fence_bytes": "0"}, "omitted"),
+    ({"diskproof_cache_fence_bytes": 0}, 0),
+    ({"diskproof_cache_fence_bytes": "0"}, 0),
     ({"diskproof_cache_fence_bytes": ""}, "omitted"),
     ({"diskproof_cache_fence_bytes": 64 * MIB}, 64 * MIB),
     ({"diskproof_cache_fence_bytes": -1}, -1),
     ({"diskproof_cache_fence_bytes": 16}, 16),
 ])
-def test_only_zero_or_nothing_means_no_fence(variables, passed):
-    assert fence_argument(**variables) == passed
+def test_nothing_means_the_profile_default_and_zero_is_passed_as_off(variables, passed):
+    value = fence_argument(**variables)
+    assert (value if value == "omitted" else int(value)) == passed
 
 
 @pytest.mark.parametrize("fence", [-1, 16])

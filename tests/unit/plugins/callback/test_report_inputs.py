@@ -85,12 +85,11 @@ def test_good_inputs_are_summarised(tmp_path):
 def test_the_callback_reads_with_the_same_code(tmp_path):
     from ansible_collections.diskproof.fleet.plugins.callback import report
     callback = report.CallbackModule()
-    callback._rules_file = write(tmp_path, "rules.yml", "rules: [\n")
-    callback._baseline_file = str(tmp_path / "missing.json")
-    _acceptance, _source, rules_errors = callback._acceptance()
-    _baseline, baseline_errors = callback._baseline()
-    assert rules_errors == _report_inputs.read_rules_file(callback._rules_file)[1] != []
-    assert baseline_errors == _report_inputs.read_baseline_file(callback._baseline_file)[1] != []
+    values = {"rules_file": write(tmp_path, "rules.yml", "rules: [\n"), "baseline_file": str(tmp_path / "missing.json")}
+    _acceptance, _source, rules_errors = callback._acceptance(values)
+    _baseline, baseline_errors = callback._baseline(values)
+    assert rules_errors == _report_inputs.read_rules_file(values["rules_file"])[1] != []
+    assert baseline_errors == _report_inputs.read_baseline_file(values["baseline_file"])[1] != []
 
 
 def test_a_bad_rules_file_stops_the_play_before_the_first_host_task(playbook_runner):

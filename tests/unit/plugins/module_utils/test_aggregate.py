@@ -289,7 +289,7 @@ def test_build_report_shape_and_inputs_untouched():
     assert report["run"] == run
     assert report["rules"] == {
         "outlier_fraction": 0.2, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
-        "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "cache_bypass_min_fraction": 0.95,
+        "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "unstable_fails": True, "cache_bypass_min_fraction": 0.95,
         "verdict_precedence": ["error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass"],
         "acceptance": [], "source": None, "errors": [],
     }
@@ -558,6 +558,17 @@ def test_regressed(case, rate, expected, notes):
     assert entry["deviation_from_baseline"] == pytest.approx(rate / 200e6 - 1)
 
 
+def test_a_disk_without_serial_or_wwn_is_found_by_host_and_target():
+    # Loop devices and many VM disks have neither: the same target path on the same host is the disk.
+    index = agg.baseline_index({"report_schema": 2, "results": [{"host": "h1", "record": disk(200e6)}]})
+    assert list(index) == [("host and target", "h1:/srv/d0", "dd_seq_write", "bytes_per_s")]
+    entry = agg.judge_fleet({"h1": [disk(150e6)]}, {}, baseline=index)[0]
+    assert (entry["verdict"], entry["reason"]) == ("regressed", "-25.0% vs baseline 200.0 MB/s (host and target h1:/srv/d0), limit -10%")
+    # Another host's disk at the same path, and a disk that has a serial, are not matched by position.
+    assert agg.judge_fleet({"h2": [disk(150e6)]}, {}, baseline=index)[0]["notes"] == ["no baseline for this disk and test"]
+    assert agg.judge_fleet({"h1": [disk(150e6, serial="NEW")]}, {}, baseline=index)[0]["notes"] == ["no baseline for this disk and test"]
+
+
 def test_disk_missing_from_the_baseline_gets_a_note():
     index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1")))
     entry = agg.judge_fleet({"h1": [disk(100e6, serial="OTHER")]}, {}, baseline=index)[0]
@@ -580,15 +591,27 @@ def test_worst_finding_wins_and_every_finding_is_kept():
     assert entry["reason"] == entry["reasons"][0]["reason"]
 
 
-@pytest.mark.parametrize(("verdicts", "passed"), [
-    (["pass", "pass"], True),
-    (["pass", "unstable"], True),
-    (["pass", "slow"], False),
-    (["not_measured"], False),
+@pytest.mark.parametrize(("verdicts", "unstable_fails", "passed"), [
+    (["pass", "pass"], True, True),
+    (["pass", "unstable"], True, False),
+    (["pass", "unstable"], False, True),
+    (["pass", "slow"], False, False),
+    (["not_measured"], True, False),
 ])
-def test_summary_passed(verdicts, passed):
+def test_summary_passed(verdicts, unstable_fails, passed):
     entries = [{"host": "h%d" % index, "verdict": verdict, "deviation_from_median": None} for index, verdict in enumerate(verdicts)]
-    assert agg.summarize(entries)["passed"] is passed
+    assert agg.summarize(entries, unstable_fails=unstable_fails)["passed"] is passed
+
+
+def test_an_unstable_result_fails_the_report_unless_the_site_lets_it_pass():
+    # Three repeats 100, 142, 100 MB/s: the 42 % spread that acceptance.yml once called a pass.
+    noisy = write(100e6)
+    noisy["samples"] = [100e6, 142e6, 100e6]
+    for unstable_fails, passed in ((True, False), (False, True)):
+        report = agg.build_report({"h1": [noisy]}, {}, {}, settings=agg.make_settings(unstable_fails=unstable_fails))
+        assert report["results"][0]["verdict"] == "unstable"
+        assert report["summary"]["passed"] is passed
+        assert [row["verdict"] for row in report["summary"]["failing"]] == (["unstable"] if unstable_fails else [])
 
 
 def test_rules_or_baseline_that_could_not_be_used_fail_the_summary():

@@ -239,7 +239,8 @@ def test_node_listed_under_two_parents_is_one_node_with_both_parents():
 
 def test_mountinfo_vm_fixture():
     mounts = {mount["mount_point"]: mount for mount in _discover.parse_mountinfo(fixture("vm-states.mountinfo.txt"))}
-    assert mounts["/"] == {"mount_point": "/", "maj_min": "254:0", "root": "/", "fstype": "ext4", "source": "/dev/vda"}
+    assert mounts["/"] == {"mount_point": "/", "maj_min": "254:0", "root": "/", "fstype": "ext4", "source": "/dev/vda",
+                           "options": "rw,relatime"}
     assert mounts["/tmp/dp-disc-cap/p1"]["maj_min"] == "259:0"
     assert mounts["/run/netns"]["root"] == "/run/netns"
 
@@ -773,6 +774,59 @@ def test_select_refuses_when_the_root_disk_is_unknown():
     assert selected == [] and skipped["sdc"] == "boot disk unknown"
     assert problems == ["select all_data_disks: the disk holding / (overlay overlay) could not be identified, so no disk "
                         "is selected (it could be the boot disk)"]
+
+
+LAB_IMAGES = "/dev/shm/diskproof-lab-disc/images/"
+LAB_IDENTITIES = {"loop%d" % number: {"serial": None, "wwn": None, "loop_backing_file": LAB_IMAGES + image}
+                  for number, image in ((3, "disc-n01-d0.img"), (7, "disc-n01-d1.img"), (8, "disc-n02-d0.img"),
+                                        (9, "disc-n02-d1.img"))}
+
+
+def test_select_picks_loop_devices_only_by_their_backing_file_and_excludes_by_loop_name():
+    # Without select_loop_files no loop device is a data disk (the lab host sees every loop device of the machine).
+    selected, skipped, problems = _discover.select_data_disks(lab_host(), [], LAB_IDENTITIES)
+    assert selected == [] and problems == [] and skipped["loop3"] == "type loop is never a data disk"
+    selected, skipped, problems = _discover.select_data_disks(lab_host(), [], LAB_IDENTITIES,
+                                                              [LAB_IMAGES + "disc-n01-d*.img"])
+    assert selected == ["loop3", "loop7"] and problems == []
+    assert skipped["loop8"] == ("loop device whose backing file (%sdisc-n02-d0.img) matches no pattern of "
+                                "select_loop_files" % LAB_IMAGES)
+    assert skipped["loop0"] == "loop device whose backing file (none) matches no pattern of select_loop_files"
+    assert skipped["vda"] == "boot disk (/)"
+    selected, skipped, problems = _discover.select_data_disks(lab_host(), ["loop:*-d1.img"], LAB_IDENTITIES,
+                                                              [LAB_IMAGES + "disc-n01-d*.img"])
+    assert selected == ["loop3"] and skipped["loop7"] == "excluded by 'loop:*-d1.img'"
+
+
+def test_selected_disks_are_tested_through_their_mounted_filesystem_else_raw():
+    targets, skipped = _discover.selected_targets(lab_host(), ["loop3", "loop7"], "raw_read")
+    # loop3 is mounted twice (the lab's copy under /dev/shm and the host's /srv): the shortest mount point.
+    assert targets == [{"path": "/srv/diskproof/d0"}, {"device": "/dev/loop7", "mode": "raw_read"}] and skipped == {}
+    targets, skipped = _discover.selected_targets(lab_host(), ["loop7", "loop3"], "raw_write")
+    assert targets == [{"device": "/dev/loop7", "mode": "raw_write"}, {"path": "/srv/diskproof/d0"}]
+
+
+def test_a_selected_disk_mounted_only_read_only_or_as_a_subdirectory_is_skipped():
+    mountinfo = ("22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+                 "109 105 7:3 / /srv/diskproof/d0 ro,relatime master:10 - ext4 /dev/loop3 rw\n"
+                 "110 105 7:8 /sub /srv/sub rw,relatime - ext4 /dev/loop8 rw\n")
+    topology = _discover.Topology(_discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
+    host = _discover.HostView(topology, _discover.parse_mountinfo(mountinfo), [], [], LAB_BLOCK_DEVS.get)
+    targets, skipped = _discover.selected_targets(host, ["loop3", "loop8", "loop7"], "raw_read")
+    assert targets == [{"device": "/dev/loop7", "mode": "raw_read"}]
+    assert skipped == {
+        "loop3": "mounted only read-only or as a subdirectory (/srv/diskproof/d0): nothing to write a test file in, "
+                 "and a mounted disk is never tested raw",
+        "loop8": "mounted only read-only or as a subdirectory (/srv/sub): nothing to write a test file in, "
+                 "and a mounted disk is never tested raw"}
+
+
+def test_a_selection_that_leaves_nothing_names_every_disk_seen_and_what_to_do():
+    message = _discover.no_data_disk_problem("rack6-n01", {"vda": "boot disk (/)", "loop0": "type loop is never a data "
+                                                           "disk", "loop1": "type loop is never a data disk"})
+    assert message == ("select all_data_disks: no data disk found on rack6-n01 (vda: boot disk (/); loop0, loop1: type "
+                       "loop is never a data disk). Set diskproof_targets (directories or devices to test), or change "
+                       "diskproof_exclude / diskproof_select_loop_files")
 
 
 def test_discover_error_message():

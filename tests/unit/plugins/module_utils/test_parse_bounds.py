@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, parse_output, sysbench
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, sysbench
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError, printable
 

@@ -7,11 +7,10 @@ import re
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, detect
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import (
     apply_exit_code,
     describe_signal,
-    dd,
-    detect,
     error_result,
     join_output,
     make_record,

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "fio")

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio, fio_text, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio, fio_text
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio_text, make_record, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio_text
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import detect, ioping, make_record, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import detect, ioping
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "ioping")

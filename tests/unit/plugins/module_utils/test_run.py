@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _run
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import empty_metrics
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import empty_metrics
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "run")
 

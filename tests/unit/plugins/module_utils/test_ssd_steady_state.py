@@ -17,7 +17,8 @@ import pytest
 from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate as agg
 from ansible_collections.diskproof.fleet.plugins.module_utils import _render as render
 from ansible_collections.diskproof.fleet.plugins.module_utils import _steady
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio, make_record, parse_output
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     PROFILES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )

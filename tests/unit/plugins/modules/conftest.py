@@ -7,15 +7,53 @@ a module test depend on which tests ran before it.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import json
+import sys
+import types
+from unittest import mock
+
 import pytest
 
-from ansible.module_utils import _internal
+from ansible.module_utils import basic
 from ansible.module_utils.common import warnings
+
+try:
+    from ansible.module_utils import _internal
+except ImportError:
+    _internal = None
+# ansible-core < 2.19 (make matrix) has no controller side of module.warn() to flip.
+_FLIP_CONTROLLER = hasattr(_internal, "is_controller")
+
+
+def _install_patch_module_args_shim() -> None:
+    """ansible.module_utils.testing.patch_module_args is new in ansible-core 2.19; the module tests
+    import it. On 2.17/2.18 (make matrix) give them the same context manager: the args in
+    basic._ANSIBLE_ARGS, where AnsibleModule reads them on those versions too."""
+    if importlib.util.find_spec("ansible.module_utils.testing") is not None:
+        return
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        if not isinstance(args, (dict, type(None))):
+            raise TypeError("The `args` arg must be a dict or None.")
+        encoded = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", encoded):
+            yield
+
+    shim = types.ModuleType("ansible.module_utils.testing")
+    shim.patch_module_args = patch_module_args
+    sys.modules[shim.__name__] = shim
+
+
+_install_patch_module_args_shim()
 
 
 @pytest.fixture(autouse=True)
 def module_side_of_ansible(monkeypatch):
-    monkeypatch.setattr(_internal, "is_controller", False)
+    if _FLIP_CONTROLLER:
+        monkeypatch.setattr(_internal, "is_controller", False)
     warnings._global_warnings.clear()
     yield
     warnings._global_warnings.clear()

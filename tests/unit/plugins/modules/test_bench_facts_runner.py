@@ -360,10 +360,17 @@ def test_workdir_owner_must_exist(capsys, tmp_path):
     assert result["msg"] == "workdir_owner=no-such-user-diskproof is not a user on this host"
 
 
+def scratch_parent_on_disk():
+    """Where a test needing a real disk (not tmpfs) makes its scratch directory: the temp dir when it is on a
+    block device, else /var/tmp (`make test` writes nothing outside the checkout and /tmp where it can)."""
+    temp = tempfile.gettempdir()
+    return temp if _blockdev.whole_disk_name(temp) is not None else "/var/tmp"
+
+
 @needs_root
 @needs_bonnie
 def test_bonnie_as_nobody_in_a_workdir_given_to_nobody(capsys):
-    base = tempfile.mkdtemp(prefix="diskproof-bonnie-", dir="/var/tmp")
+    base = tempfile.mkdtemp(prefix="diskproof-bonnie-", dir=scratch_parent_on_disk())
     os.chmod(base, 0o755)
     workdir = os.path.join(base, "bonnie")
     try:
@@ -466,7 +473,7 @@ def cgroup_v1_root():
 @pytest.mark.skipif(not cgroup_v1_root(), reason="needs root and cgroup v1")
 @needs_dd
 def test_cache_fence_bounds_the_page_cache_for_real(capsys):
-    base = tempfile.mkdtemp(prefix="diskproof-fence-", dir="/var/tmp")
+    base = tempfile.mkdtemp(prefix="diskproof-fence-", dir=scratch_parent_on_disk())
     try:
         if _blockdev.whole_disk_name(base) is None:
             pytest.skip("/var/tmp is not on a block device")

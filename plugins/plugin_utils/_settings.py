@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The report's settings: one ``diskproof_*`` variable each, resolved the same way everywhere.
+
+Every playbook and the report callback read the same names (docs/report.md, Settings): a variable
+(extra vars, play vars, inventory) wins; when it is not set, the callback's own option decides
+(environment, then ansible.cfg, then its default). Thresholds are percentages in variables (what a
+survey asks for) and fractions in the callback's options. The callback (which judges) and the lookup
+diskproof.fleet.report_inputs (which checks the inputs before any host is touched) both call
+``resolve``: they cannot disagree.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+
+PERCENT = "percent"
+TEXT = "text"
+BOOLEAN = "boolean"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A report setting: its variable, the callback option behind it, and how the variable is spelled."""
+
+    variable: str
+    option: str
+    kind: str
+
+
+SETTINGS = (
+    Setting("diskproof_report_dir", "report_dir", TEXT),
+    Setting("diskproof_outlier_percent", "outlier_fraction", PERCENT),
+    Setting("diskproof_outlier_z_min_percent", "robust_z_min_deviation", PERCENT),
+    Setting("diskproof_regression_percent", "regression_fraction", PERCENT),
+    Setting("diskproof_max_cv_percent", "max_cv", PERCENT),
+    Setting("diskproof_peer_group", "peer_group", TEXT),
+    Setting("diskproof_unstable_fails", "unstable_fails", BOOLEAN),
+    Setting("diskproof_rules_file", "rules_file", TEXT),
+    Setting("diskproof_baseline_file", "baseline_file", TEXT),
+)
+# Inline rules (a survey textarea) and the rules as a variable: no callback option behind them.
+RULES_YAML_VARIABLE = "diskproof_rules_yaml"
+ACCEPTANCE_VARIABLE = "diskproof_acceptance"
+# Set on localhost by the report_store role when the store holds a last passing report.
+STORE_BASELINE_VARIABLE = "diskproof_store_baseline_file"
+# Old variable -> its diskproof_* name; the old one still works for one release, with a warning.
+DEPRECATED_VARIABLES = {"benchmark_profile": "diskproof_profile"}
+DEPRECATED_IN_VERSION = "1.0.0"
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+class SettingError(ValueError):
+    """A setting variable that cannot be used; the message names it and says what it accepts."""
+
+
+def _percent(setting: Setting, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not 0 <= number < 100:
+        raise SettingError("%s must be a percentage from 0 to 100 (100 excluded), e.g. 15, got %r" % (setting.variable, value))
+    return number / 100
+
+
+def _boolean(setting: Setting, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise SettingError("%s must be true or false, got %r" % (setting.variable, value))
+
+
+def variable_value(setting: Setting, value: Any) -> Any:
+    """The option value a variable stands for (percent -> fraction); SettingError when unusable."""
+    if setting.kind == PERCENT:
+        return _percent(setting, value)
+    if setting.kind == BOOLEAN:
+        return _boolean(setting, value)
+    return None if value is None else str(value)
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and value.strip() == "")
+
+
+def resolve(variables: Mapping[str, Any], option: Callable[[str], Any]) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """({option: value}, {option: where it came from}) for every setting.
+
+    ``variables``: the (templated) variables of the play; ``option(name)``: the callback's option
+    (environment, ansible.cfg or default). An empty variable counts as not set (a blank survey
+    field). The baseline falls back to the report store's last passing report, when known.
+    """
+    values: Dict[str, Any] = {}
+    sources: Dict[str, str] = {}
+    for setting in SETTINGS:
+        value = variables.get(setting.variable)
+        if _is_set(value):
+            values[setting.option] = variable_value(setting, value)
+            sources[setting.option] = "variable " + setting.variable
+        else:
+            values[setting.option] = option(setting.option)
+            sources[setting.option] = "callback option " + setting.option
+    if not _is_set(values["baseline_file"]) and _is_set(variables.get(STORE_BASELINE_VARIABLE)):
+        values["baseline_file"] = str(variables[STORE_BASELINE_VARIABLE])
+        sources["baseline_file"] = "the report store's last-pass report (%s)" % STORE_BASELINE_VARIABLE
+    return values, sources
+
+
+def judge_settings(values: Mapping[str, Any]) -> _aggregate.Settings:
+    """The judge's settings from ``resolve``'s values; ValueError names a bad one."""
+    return _aggregate.make_settings(
+        outlier_fraction=values["outlier_fraction"], peer_group=values["peer_group"], max_cv=values["max_cv"],
+        regression_fraction=values["regression_fraction"], robust_z_min_deviation=values["robust_z_min_deviation"],
+        unstable_fails=values["unstable_fails"],
+    )
+
+
+def inline_rules(variables: Mapping[str, Any]) -> Optional[str]:
+    """The survey's inline rules text, when given."""
+    text = variables.get(RULES_YAML_VARIABLE)
+    return str(text) if _is_set(text) else None
+
+
+def deprecated_in(variables: Mapping[str, Any]) -> List[str]:
+    """A warning per old variable name found in ``variables`` (extra vars or play vars)."""
+    return ["variable %s is deprecated and will be removed in diskproof.fleet %s: use %s (the same values)"
+            % (old, DEPRECATED_IN_VERSION, new) for old, new in DEPRECATED_VARIABLES.items() if old in variables]
