@@ -45,7 +45,9 @@ def run_chromium(page: Path, screenshot: Path, profile: Path) -> subprocess.Comp
             "--user-data-dir=%s" % profile, "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
             "--window-size=%d,%d" % (WIDTH, HEIGHT), "--screenshot=%s" % screenshot, page.as_uri()]
     # No display, no session bus: Chromium must not wait for either.
-    env = dict(os.environ, LC_ALL="C")
+    # Its crash-report database goes under XDG_CONFIG_HOME whatever --user-data-dir says: keep it in the test's
+    # temp dir, not root's ~/.config (make test writes only the checkout and /tmp).
+    env = dict(os.environ, LC_ALL="C", XDG_CONFIG_HOME=str(profile.parent / "xdg-config"), HOME=str(profile.parent))
     env.pop("DISPLAY", None)
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
