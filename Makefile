@@ -22,6 +22,9 @@ export ANSIBLE_HOME := $(CURDIR)/.ansible
 # remote_tmp stays ~/.ansible/tmp whatever ANSIBLE_HOME says, and tasks on localhost (the judge play,
 # the evidence checks, the report store) use it on this machine: /tmp instead (lab hosts get their own /tmp).
 export ANSIBLE_REMOTE_TMP := /tmp/diskproof-ansible-remote-tmp
+# The ssh plugin's control_path_dir defaults to ~/.ansible/cp whatever ANSIBLE_HOME says (ansible-core
+# 2.19's ssh.py): the lab runs' ssh control sockets go under the checkout too.
+export ANSIBLE_SSH_CONTROL_PATH_DIR := $(CURDIR)/.ansible/cp
 export XDG_CACHE_HOME := $(CACHE)/xdg
 export PIP_CACHE_DIR := $(CACHE)/pip
 # ansible-test reads ~ itself (~/.ansible/test: the pip stand-in, its sanity venvs): give it a home

@@ -58,6 +58,8 @@ class PlaybookRunner:
         env.update({
             "ANSIBLE_CONFIG": str(self.workdir / "ansible.cfg"),
             "ANSIBLE_HOME": str(self.workdir / ".ansible"),
+            # The ssh plugin's control sockets (the unreachable test host) default to ~/.ansible/cp otherwise.
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(self.workdir / ".ansible" / "cp"),
             # The local connection's remote tmp is ~/.ansible/tmp whatever ANSIBLE_HOME says: keep it in the work dir.
             "ANSIBLE_REMOTE_TMP": str(self.workdir / ".ansible" / "remote_tmp"),
             "ANSIBLE_COLLECTIONS_PATH": str(self.collections_path),
