@@ -168,11 +168,8 @@ def running_lab(name: str, spec: Path, services: Tuple[str, ...] = ("cron",)) ->
 
 
 def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def written_sectors(device: str) -> int:

@@ -214,6 +214,13 @@ def _bdi_dir(major_minor_text: str) -> str:
     return f"/sys/class/bdi/{major_minor_text}"
 
 
+def _loop_still_ours(record: dict) -> bool:
+    """A recorded loop device still exists and is backed by the lab's image or by nothing: its sysfs
+    settings (dirty limit, readahead) outlive a detach and are ours to restore; someone else's are not."""
+    device = device_for_major_minor(record["major_minor"])
+    return device is not None and loop_backing_file(device) in (None, record["image"])
+
+
 def _bdi_ratio_file(major_minor_text: str) -> str:
     # max_ratio_fine (kernel 6.5+) keeps the exact original value; older kernels only have max_ratio.
     fine = os.path.join(_bdi_dir(major_minor_text), "max_ratio_fine")
@@ -897,9 +904,7 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
     # 3b. dirty limits on the loops' bdis: they outlive a detach, so restore them unless the device
     # now belongs to someone else's file.
     for record in of("bdi"):
-        device = device_for_major_minor(record["major_minor"])
-        backing = loop_backing_file(device) if device else None
-        if device is None or backing not in (None, record["image"]):
+        if not _loop_still_ours(record):
             continue
         bdi = _bdi_dir(record["major_minor"])
         try:
@@ -909,9 +914,7 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
             problems.append(f"cannot restore the dirty limit of {record['major_minor']}: {exc}")
 
     for record in of("read_ahead"):
-        device = device_for_major_minor(record["major_minor"])
-        backing = loop_backing_file(device) if device else None
-        if device is None or backing not in (None, record["image"]):
+        if not _loop_still_ours(record):
             continue
         try:
             _write_sysfs(os.path.join(_bdi_dir(record["major_minor"]), "read_ahead_kb"), record["read_ahead_kb"])

@@ -110,15 +110,22 @@ class BonnieRun(RunIssues):
         return self.rates.get(test)
 
 
+def _unmeasured_rate(run: BonnieRun, test: str, text: Optional[str]) -> bool:
+    """Record a rate bonnie++ did not give (test not run: an empty CSV field or a missing table cell;
+    too fast to time: '+++++'); True when it did not."""
+    if not text:
+        run.not_run.append(test)
+    elif text == TOO_FAST:
+        run.too_fast.append(test)
+    else:
+        return False
+    run.rates[test] = None
+    return True
+
+
 def _rate_field(run: BonnieRun, test: str, text: str, line: str, lineno: int) -> None:
     """A CSV rate (KiB/s for block tests, ops/s for seeks and file tests)."""
-    if text == "":
-        run.rates[test] = None
-        run.not_run.append(test)
-        return
-    if text == TOO_FAST:
-        run.rates[test] = None
-        run.too_fast.append(test)
+    if _unmeasured_rate(run, test, text):
         return
     value = parse_unsigned(text, TOOL, line, lineno)
     if test in RATE_TESTS:
@@ -255,13 +262,7 @@ def _align(tokens: List[Tuple[int, int, str]], ends: List[int], widths: List[int
 
 def _text_rate(run: BonnieRun, test: str, text: Optional[str], cpu: Optional[str], modern: bool,
                line: str, lineno: int) -> None:
-    if text is None:
-        run.rates[test] = None
-        run.not_run.append(test)
-        return
-    if text == TOO_FAST:
-        run.rates[test] = None
-        run.too_fast.append(test)
+    if _unmeasured_rate(run, test, text):
         return
     if cpu == TOO_FAST_CPU:
         # bon_csv2txt turns "+++++" into "0k" (a Perl number conversion) but keeps the "+++" CPU

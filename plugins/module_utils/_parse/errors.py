@@ -5,7 +5,7 @@ and the small helpers every parser uses to report problems."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 MAX_QUOTED_CHARS = 400
 MAX_SHARED_MESSAGES = 20
@@ -57,6 +57,16 @@ class ParseError(ValueError):
 
     def __str__(self) -> str:
         return self.message
+
+
+def stripped_lines(text: str, tool: str) -> Iterator[Tuple[int, str]]:
+    """(line number, stripped line) of every non-blank line of a tool's output, whatever its newlines
+    (a terminal capture ends lines with CR LF, a progress display with a bare CR). ParseError at once
+    when text is not a string."""
+    if not isinstance(text, str):
+        raise ParseError(tool, "text, got %s" % type(text).__name__)
+    numbered = enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1)
+    return ((lineno, raw.strip()) for lineno, raw in numbered if raw.strip())
 
 
 def first_line(text: str) -> Optional[str]:

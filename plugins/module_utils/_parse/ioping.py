@@ -54,7 +54,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError, RunIssues, shared_messages
+from .errors import ParseError, RunIssues, shared_messages, stripped_lines
 from .units import NS_PER_S, byte_factor, count_factor, finite, ns_per, parse_unsigned
 
 TOOL = "ioping"
@@ -461,13 +461,9 @@ def parse(text: str, argv: Optional[List[str]] = None, direction: Optional[str] 
     """Every ioping statistics block (or raw line) in text, in order. ParseError when there is none or
     a figure cannot be read exactly. argv and direction only help when the output does not say
     whether ioping read or wrote."""
-    if not isinstance(text, str):
-        raise ParseError(TOOL, "text, got %s" % type(text).__name__)
     reader = _Reader()
-    for lineno, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
-        line = raw.strip()
-        if line:
-            reader.feed(line, lineno)
+    for lineno, line in stripped_lines(text, TOOL):
+        reader.feed(line, lineno)
     runs = _summary_runs(reader) if reader.blocks else _raw_runs(reader)
     dirs = [block.request_dirs for block in reader.blocks] if reader.blocks else [reader.request_dirs] * len(runs)
     if not runs and reader.messages:

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .errors import ParseError, RunIssues, first_line
+from .errors import ParseError, RunIssues, first_line, stripped_lines
 from .units import NS_PER_S, NS_PER_TIME_UNIT, byte_factor, finite, parse_unsigned
 
 TOOL = "sysbench"
@@ -545,13 +545,9 @@ def _finish(builder: _Builder) -> SysbenchRun:
 def parse(text: str) -> List[SysbenchRun]:
     """Every sysbench fileio run (prepare, run, or failed) in text, in order. ParseError when there
     is none, or when a result section lacks a figure or holds one that cannot be read exactly."""
-    if not isinstance(text, str):
-        raise ParseError(TOOL, "text, got %s" % type(text).__name__)
     reader = _Reader()
-    for lineno, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
-        line = raw.strip()
-        if line:
-            reader.feed(line, lineno)
+    for lineno, line in stripped_lines(text, TOOL):
+        reader.feed(line, lineno)
     runs = []
     non_fileio: Optional[str] = None
     for builder in reader.finish():
