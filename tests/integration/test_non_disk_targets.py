@@ -141,7 +141,7 @@ def test_non_disk_targets_are_refused_by_default_then_reported_apart_when_allowe
     assert [(entry["verdict"], entry["record"]) for entry in odd] == [("not_measured", None)], odd
     assert "not_a_disk" in odd[0]["reason"] and "tmpfs" in odd[0]["reason"], odd
     # The three disks are measured and judged against one another. Their verdicts are not what this test
-    # is about: buffered writes of lab hosts running at once vary (one kernel's page cache, LAB.md), and a
+    # is about: buffered writes of lab hosts running at once vary (one kernel's page cache, docs/lab.md), and a
     # clean-clone CI run saw one disk 14 % low, which the robust z-score (3 peers) calls an outlier.
     disks = [entry for entry in report["results"] if entry["host"] in DISK_HOSTS]
     assert len(disks) == 6 and all(entry["record"] and entry["record"]["error"] is None
