@@ -108,9 +108,13 @@ check-writes:
 lint: deps
 	yamllint --strict .
 	ansible-lint --profile production
+	# Each role's argument_specs and defaults/main.yml say the same (names, defaults).
+	tools/lint-argument-specs
 	# What Galaxy and the docsite render: every plugin and role documented, every reference valid.
 	antsibull-docs --config-file tools/antsibull.cfg lint-collection-docs --plugin-docs \
 		--validate-collection-refs dependent --disallow-unknown-collection-refs .
+	# Dead code fails: a function, class or constant nothing uses (tools/vulture_whitelist.py names what frameworks call).
+	vulture plugins benchmarks tests/unit tools/*.py tools/labkit --min-confidence 60 --ignore-decorators "@pytest.fixture"
 
 # ansible-test wants the collection at a path ending in ansible_collections/diskproof/fleet and
 # downloads a pip bootstrap script this machine cannot reach: copy the tree, use the stand-in.
@@ -127,7 +131,8 @@ endef
 sanity: deps
 	$(call run_sanity,$(BIN))
 
-units: deps
+# Only the venv: no root, no apt packages, no browser (tests that need them skip, saying why: docs/tests.md).
+units: venv collection
 	pytest -q tests/unit
 
 # One venv per claimed ansible-core under .cache/core-X.Y: that core plus the unit tests' packages at
@@ -144,7 +149,7 @@ $(CACHE)/core-%/.installed: requirements-dev.txt
 matrix: matrix-units matrix-sanity
 
 # One core after the other: run side by side, tests that watch the whole disk's counters or /tmp
-# (test_bench_facts_runner.py) would see each other.
+# (test_bench_run_runner.py) would see each other.
 matrix-units: deps matrix-venvs
 	@failed=""; for core in $(MATRIX_CORES); do \
 		venv="$(CACHE)/core-$${core%.*}"; echo "matrix: unit tests on ansible-core $$core"; start=$$(date +%s); \
@@ -168,6 +173,7 @@ package: deps
 	ansible-galaxy collection build --force --output-path .cache/package .
 	ansible-galaxy collection install --force -p .cache/package/collections .cache/package/diskproof-fleet-*.tar.gz
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.bench_facts >/dev/null
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.bench_run >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t callback diskproof.fleet.report >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc -t role diskproof.fleet.benchmark >/dev/null
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.cache/package/collections ansible-doc diskproof.fleet.disk_facts >/dev/null

@@ -32,9 +32,11 @@ ru_maxrss (peak RSS, KiB on Linux):
 ingestion figure is then the cost of this script's own event dispatch (and of ansible-core's
 AggregateStats), which every measured ingestion figure includes.
 
-Target (the issue's acceptance, docs/benchmarks.md): aggregation + all writers (on_stats) <= 3 s
-CPU and peak RSS <= 300 MB (10^6 bytes) for 10,000 hosts x 12 results. Ingestion, which happens
-while results arrive during the run, is measured and reported on its own (and with the sum).
+Target (issue 18, docs/benchmarks.md): aggregation + all writers (on_stats) <= 8 s CPU and peak
+RSS <= 300 MB (10^6 bytes) for 10,000 hosts x 12 results, with plainly written code (ElementTree,
+the json module's public encoder, the garbage collector left alone; the earlier target was 3 s).
+Ingestion, which happens while results arrive during the run, is measured and reported on its
+own (and with the sum).
 
 Inside on_stats the user and system CPU are reported apart, with the blocks the process read
 from disk: the callback's record spool is a temporary file, and when something drops the page
@@ -77,8 +79,8 @@ COLLECTIONS_DIR = REPO_ROOT / ".ansible" / "collections"
 COLLECTION_LINK = COLLECTIONS_DIR / "ansible_collections" / "diskproof" / "fleet"
 CALLBACK_FQCN = "diskproof.fleet.report"
 CALLBACK_MODULE = "ansible_collections.diskproof.fleet.plugins.callback.report"
-CODE_FILES = ("plugins/callback/report.py", "plugins/module_utils/_aggregate.py", "plugins/module_utils/_render.py",
-              "plugins/module_utils/_junit.py")
+CODE_FILES = ("plugins/callback/report.py", "plugins/plugin_utils/_aggregate.py", "plugins/plugin_utils/_render.py",
+              "plugins/plugin_utils/_junit.py")
 # Parts of v2_playbook_on_stats timed on their own when the callback has them (method -> label).
 STATS_PHASES = (("_judge", "judging"), ("_write", "writing the five files"),
                 ("_show", "console table"))
@@ -86,7 +88,7 @@ STATS_PHASES = (("_judge", "judging"), ("_write", "writing the five files"),
 EVENT_METHODS = ("v2_playbook_on_task_start", "v2_runner_on_start", "v2_runner_on_ok", "v2_runner_item_on_ok", "v2_runner_on_failed",
                  "v2_runner_item_on_failed", "v2_runner_on_unreachable")
 
-TARGET_CPU_S = 3.0
+TARGET_CPU_S = 8.0
 TARGET_RSS_MB = 300.0          # MB = 10^6 bytes, as everywhere in this project
 DEFAULT_HOSTS = 10000
 DEFAULT_RESULTS_PER_HOST = 12

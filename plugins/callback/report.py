@@ -195,11 +195,9 @@ EXAMPLES = r"""
 """
 
 import array
-import contextlib
 import csv
 import datetime
 import functools
-import gc
 import io
 import json
 import os
@@ -208,15 +206,14 @@ import socket
 import tempfile
 from collections.abc import Mapping
 
-from json.encoder import c_make_encoder, encode_basestring_ascii
-
 import yaml
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
 from ansible.template import Templar
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _junit, _render
+from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _junit, _render
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _csv_cells, _report_inputs, _settings
 
 REPORT_JSON = "report.json"
@@ -258,13 +255,8 @@ WRITE_BATCH = 512  # report.json and results.csv lines joined per write
 def _record_encoder():
     """The JSON of a record as report.json holds it: compact, ASCII, the record's own key order
     (bench_facts writes them in schema order). A value JSON cannot carry (none in a bench_facts
-    record) is written as its str(). The C encoder, built once (JSONEncoder.encode builds it
-    again for every call); no check for circular references: results come from JSON."""
-    if c_make_encoder is None:
-        return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
-    encoder = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
-    join = "".join
-    return lambda value: join(encoder(value, 0))
+    record) is written as its str(). No check for circular references: results come from JSON."""
+    return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
 
 
 _RECORD_JSON = _record_encoder()
@@ -316,26 +308,15 @@ def _is_loop_summary(result) -> bool:
 
 
 def _message_of(result) -> str:
-    message = str(result._result.get("msg") or result._result.get("stderr") or "").strip()
+    outcome = result._result
+    if outcome.get("unreachable") and _is_loop_summary(result):
+        # A host cut off inside a loop: the loop's "All items completed" hides why. Its last unreachable item says:
+        # a fresh connection attempt (the item cut mid-run often has only "Data could not be sent ...: ").
+        outcome = next((item for item in reversed(outcome["results"])
+                        if isinstance(item, Mapping) and item.get("unreachable")), outcome)
+    message = str(outcome.get("msg") or outcome.get("stderr") or "").strip()
     # ansible-core 2.19 prefixes unreachable messages with this; the status already says it.
     return message[len(TASK_FAILED_PREFIX):] if message.startswith(TASK_FAILED_PREFIX) else message
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused():
-    """Pause Python's cyclic garbage collector while a report is judged, written and freed.
-
-    The report is made of acyclic tuples and strings: the collector would walk the growing heap
-    again and again while they are created and find nothing to collect. It is switched back on
-    afterwards (if it was on), whatever happens.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class RecordSpool:
@@ -424,8 +405,8 @@ def _short(text: str, limit: int) -> str:
 
 def _table_row(entry: Mapping) -> tuple[str, ...]:
     record = entry.get("record") or {}
-    bytes_per_s = _aggregate.bytes_per_s_of(record)
-    iops = _aggregate.iops_of(record)
+    bytes_per_s = _metrics.bytes_per_s_of(record)
+    iops = _metrics.iops_of(record)
     target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
     not_a_disk = _aggregate.not_a_disk_filesystem(target)
     return (
@@ -475,118 +456,38 @@ def table_lines(report: Mapping, listing: _render.Listing | None = None) -> list
     return lines
 
 
-def render_table(report: Mapping, listing: _render.Listing | None = None) -> list[str]:
-    """Console lines: title, header, one row per listed entry (already worst first), verdict counts."""
-    return [line for line, _color in table_lines(report, listing)]
-
-
 def _csv_row(entry: _aggregate.Entry, target: tuple, reason: str) -> list:
-    """A results.csv row of an entry (None is written as an empty field, anything else as str(),
-    formula-like text neutralised: _csv_cells); ``target`` and ``reason`` are its
-    _aggregate.entry_target and entry_reason."""
+    """A results.csv row of an entry, formula-like text neutralised (_csv_cells); ``target`` and
+    ``reason`` are its _aggregate.entry_target and entry_reason."""
     facts = entry.facts
     if facts is None:
         row = [entry.host, None, None, None, None, entry.verdict, reason, None, None, None, None, None, None, None, None, None]
     else:
         path, device, serial, test = target
         figures = facts.figures
-        row = [entry.host, path, device, test, facts.tool, entry.verdict, reason, figures[0], figures[1], figures[2], figures[3],
-               facts.seconds, facts.bytes, facts.error, serial, facts.target[2]]
+        row = [entry.host, path, device, test, facts.tool, entry.verdict, reason,
+               figures.read_bytes_per_s, figures.write_bytes_per_s, figures.read_iops, figures.write_iops,
+               facts.seconds, facts.bytes, facts.error, serial, facts.target.model]
     return [_csv_cells.neutralised(value) for value in row]
 
 
-# The per-entry paths test exact types first (type(x) is str, type(x) in _CSV_NUMBERS): that is
-# their fast path, and csv.writer spells a float subclass or a bool differently; anything else
-# takes the general one (_csv_cell).
-# pylint: disable=unidiomatic-typecheck
-_CSV_NUMBERS = frozenset((float, int))
-_CSV_PLAIN_NUMBERS = frozenset((float, int, type(None)))
-
-
-def _csv_cell(value) -> str:
-    """One field of a results.csv row as csv.writer writes it in a row of several fields (a CR
-    quoted too, see below): None empty, a float its repr, anything else its str(), quoted when
-    needed; text a spreadsheet would run as a formula gets a leading ' (_csv_cells)."""
-    if value is None:
-        return ""
-    kind = type(value)
-    if kind in _CSV_NUMBERS:
-        return repr(value)
-    value = _csv_cells.neutralised(value)
-    kind = type(value)
-    if kind is str and not ('"' in value or "," in value or "\n" in value or "\r" in value):
-        return value
-    # Quoting (which characters, how): the csv module's own rules, whatever its version. Its writer
-    # quotes a field holding a character of its line terminator: "\r\n" here, so that a CR inside a
-    # field is quoted too (bare, spreadsheets and csv.reader start a new row at it, and a formula
-    # could begin there); the lines of results.csv still end in "\n".
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerow([value, None])
-    return buffer.getvalue()[:-3]
-
-
 class CsvLines:
-    """results.csv lines of compact entries: ``line(entry, reason)`` is what
-    ``csv.writer(lineterminator="\r\n").writerow(_csv_row(entry, ...))`` writes, ending in "\n" (tested), without
-    the row list; the fields a disk model, path and test share are spelled once."""
+    """results.csv lines of entries: ``line(entry, reason)`` is what csv.writer writes of the
+    entry's ``_csv_row`` (None an empty field, a float its repr), ending in "\n". The writer's own
+    line terminator is "\r\n": csv quotes a field that holds a character of it, so a CR inside a
+    field is quoted too (bare, spreadsheets and csv.reader start a new row there, and a formula
+    could begin)."""
 
     def __init__(self) -> None:
-        self._cells: dict = {}
-        self._statics: dict = {}  # (id(target), id(test)) -> (target, test, "path,device,test", model field)
-
-    def cell(self, value) -> str:
-        if type(value) is not str:
-            return _csv_cell(value)
-        cell = self._cells.get(value)
-        if cell is None:
-            cell = _csv_cell(value)
-            if len(self._cells) < 100000:
-                self._cells[value] = cell
-        return cell
-
-    def _static(self, target: tuple, test) -> tuple:
-        cell = self.cell
-        static = (target, test, "%s,%s,%s" % (cell(target[0]), cell(target[1]), cell(test)), cell(target[2]))
-        if len(self._statics) < 10000:
-            # The objects stay referenced here: their ids cannot be reused while cached.
-            self._statics[(id(target), id(test))] = static
-        return static
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, lineterminator="\r\n")
 
     def line(self, entry: _aggregate.Entry, reason: str) -> str:
-        """The row of an entry; ``reason`` is its _aggregate.entry_reason."""
-        # Once per entry (117,000 times for 10,000 hosts): the usual fields inline.
-        cells = self._cells
-        host, _record, facts, verdict = entry[:4]
-        host_cell = cells.get(host)
-        if host_cell is None:
-            host_cell = self.cell(host)
-        if type(reason) is not str or '"' in reason or "," in reason or "\n" in reason or "\r" in reason:
-            reason = _csv_cell(reason)
-        elif reason[:1] in _csv_cells.LEADING:
-            # what _csv_cell writes (_csv_cells.neutralised), inline: most reasons begin with a sign
-            reason = "'" + reason
-        verdict_cell = cells.get(verdict)
-        if verdict_cell is None:
-            verdict_cell = self.cell(verdict)
-        if facts is None:
-            return "%s,,,,,%s,%s,,,,,,,,,\n" % (host_cell, verdict_cell, reason)
-        target, test, serial, tool, figures, seconds, moved, error = facts[1], facts[0], facts[2], facts[11], facts[9], facts[12], facts[13], facts[4]
-        static = self._statics.get((id(target), id(test)))
-        if static is None or static[0] is not target or static[1] is not test:
-            static = self._static(target, test)
-        tool_cell = cells.get(tool) if type(tool) is str else None
-        if tool_cell is None:
-            tool_cell = self.cell(tool)
-        serial_cell = cells.get(serial) if type(serial) is str and serial else None
-        if serial_cell is None:
-            serial_cell = self.cell(_aggregate.entry_target(entry)[2])
-        if _CSV_PLAIN_NUMBERS.issuperset(map(type, figures)) and type(seconds) in _CSV_PLAIN_NUMBERS and type(moved) in _CSV_PLAIN_NUMBERS:
-            # Numbers and None only: repr() of each, None as an empty field (no repr holds "None").
-            numbers = ("%r,%r,%r,%r,%r,%r" % (figures[0], figures[1], figures[2], figures[3], seconds, moved)).replace("None", "")
-        else:
-            numbers = ",".join([self.cell(value) for value in (figures[0], figures[1], figures[2], figures[3], seconds, moved)])
-        error_cell = "" if error is None else self.cell(error)
-        return "%s,%s,%s,%s,%s,%s,%s,%s,%s\n" % (host_cell, static[2], tool_cell, verdict_cell, reason, numbers, error_cell, serial_cell, static[3])
+        buffer = self._buffer
+        buffer.seek(0)
+        buffer.truncate()
+        self._writer.writerow(_csv_row(entry, _aggregate.entry_target(entry), reason))
+        return buffer.getvalue()[:-2] + "\n"
 
 
 def _junit_fields(entry: _aggregate.Entry) -> tuple:
@@ -597,26 +498,9 @@ def _junit_fields(entry: _aggregate.Entry) -> tuple:
     if facts is None:
         return None, None, 0.0, entry.verdict, reason, findings, entry.notes
     seconds = facts.seconds
-    if type(seconds) is not float or not seconds >= 0:  # not a number >= 0 (NaN included)
+    if not isinstance(seconds, float) or not seconds >= 0:  # not a number >= 0 (NaN included)
         seconds = _junit.seconds_of(seconds)
-    return facts.test, facts.target[0], seconds, entry.verdict, reason, findings, entry.notes
-
-
-def render_csv(report: Mapping) -> str:
-    """results.csv text of a report dict: one row per entry, in report order, each field spelled as
-    the callback writes it (_csv_cell)."""
-    lines = [",".join(CSV_COLUMNS) + "\n"]
-    for entry in report["results"]:
-        record = entry.get("record") or {}
-        metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
-        target = record.get("target") if isinstance(record.get("target"), Mapping) else {}
-        lines.append(",".join(_csv_cell(value) for value in (
-            entry["host"], entry.get("target_path"), entry.get("device"), entry.get("test"), record.get("tool"),
-            entry["verdict"], entry.get("reason"),
-            metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
-            record.get("seconds"), record.get("bytes"), record.get("error"), entry.get("serial"), target.get("model"),
-        )) + "\n")
-    return "".join(lines)
+    return facts.test, facts.target.path, seconds, entry.verdict, reason, findings, entry.notes
 
 
 def _is_measuring_task(task) -> bool:
@@ -656,17 +540,11 @@ class AtomicFile:
     def __enter__(self) -> "AtomicFile":
         return self
 
-    def __exit__(self, kind, value, traceback) -> None:
+    def __exit__(self, kind, _value, _traceback) -> None:
         if kind is None and not self.stream.closed:
             self.commit()
         elif os.path.exists(self._temp_path):
             self.discard()
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write text to path through a temp file in the same directory and os.replace: readers never see half a report."""
-    with AtomicFile(path) as target:
-        target.stream.write(text)
 
 
 def collection_version() -> str | None:
@@ -905,8 +783,7 @@ class CallbackModule(CallbackBase):
             if not self._has_results():
                 self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
                 return
-            with _cyclic_gc_paused():
-                self._report()
+            self._report()
         finally:
             self._spool.close()
 
@@ -926,15 +803,12 @@ class CallbackModule(CallbackBase):
             self._display.display("diskproof fleet report: no diskproof_results in this run, nothing written")
             summary = _aggregate.summarize_entries([], ["no result: no host produced a diskproof_results record"])
             return {"written": False, "report_dir": report_dir, "files": [], "summary": _aggregate.stats_summary(summary)}
-        with _cyclic_gc_paused():
-            report, paths = self._report()
+        report, paths = self._report()
         return {"written": True, "report_dir": report_dir, "files": [os.path.basename(path) for path in paths],
                 "summary": _aggregate.stats_summary(report["summary"])}
 
     def _report(self) -> tuple:
-        """Judge, write every file, show the table; (report without results, paths). Called with
-        the cyclic collector paused: what it builds is freed when it returns, before the collector
-        is back (which would otherwise walk every young object of the report once more right after)."""
+        """Judge, write every file, show the table; (report without results, paths)."""
         report, entries = self._judge()
         paths, view, listing = self._write(report, entries)
         self._show(table_lines(view, listing))
@@ -1056,7 +930,7 @@ class CallbackModule(CallbackBase):
         junit = _junit.JunitWriter(report)
         defer_case = junit.defer
         entry_reason = _aggregate.entry_reason
-        json_parts = _aggregate.EntryEncoder().parts
+        json_parts = _aggregate.entry_json_parts
         csv_line = CsvLines().line
         read = self._spool.reader()
         verdict_pass = _aggregate.VERDICT_PASS
@@ -1070,8 +944,8 @@ class CallbackModule(CallbackBase):
             csv_lines: list = []
             separator = b"\n"
             for entry in entries:
-                host, ref, facts, verdict, findings = entry[:5]
-                reason = findings[0][1] if len(findings) == 1 else entry_reason(entry)
+                host, ref, facts, verdict = entry.host, entry.record, entry.facts, entry.verdict
+                reason = entry_reason(entry)
                 csv_lines.append(csv_line(entry, reason))
                 before, after = json_parts(entry)
                 json_lines.extend((separator, before.encode("ascii"), b"null" if facts is None else read(ref), after.encode("ascii")))

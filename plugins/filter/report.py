@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters fleet_report and report_summary: the callback's judgement inside a playbook.
 
-Thin wrappers over module_utils/_aggregate.py; documentation in fleet_report.yml and
+Thin wrappers over plugin_utils/_aggregate.py; documentation in fleet_report.yml and
 report_summary.yml beside this file.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 SOURCE_ARGUMENT = "filter argument"
 

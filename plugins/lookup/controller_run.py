@@ -44,6 +44,7 @@ import socket
 import uuid
 
 from ansible.plugins.lookup import LookupBase
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.proc_pid_stat import fields_after_command
 
 
 def read(path, mode="r"):
@@ -56,10 +57,7 @@ def read(path, mode="r"):
 
 def proc_stat(pid):
     """(ppid, start ticks) of a live process, None when gone, a zombie or unreadable."""
-    text = read("/proc/%d/stat" % pid)
-    if not text or ")" not in text:
-        return None
-    fields = text[text.rfind(")") + 1:].split()
+    fields = fields_after_command(read("/proc/%d/stat" % pid) or "")
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return int(fields[1]), int(fields[19])

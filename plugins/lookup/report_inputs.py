@@ -80,7 +80,7 @@ from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.loader import callback_loader
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs, _settings
 
 CALLBACK = "diskproof.fleet.report"

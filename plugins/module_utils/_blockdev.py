@@ -1,6 +1,7 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Block-device helpers, pure Python (no Ansible imports): path -> whole disk, /sys/block stat deltas.
+"""Block-device helpers, pure Python (no Ansible imports): path -> whole disk, /sys/block stat deltas
+(the stat file's text is read by _parse.diskstats).
 
     device = whole_disk_name("/srv/diskproof/d0/testfile")      # 'sdb', 'loop3', 'nvme0n1' or None
     before = read_stat(device); ...run...; after = read_stat(device)
@@ -16,13 +17,11 @@ import os
 import stat
 from typing import Dict, Optional, Tuple
 
+from ._parse.diskstats import parse_block_stat
+
 SYS_ROOT = "/sys"
 SECTOR_BYTES = 512
 DROP_CACHES = "/proc/sys/vm/drop_caches"
-
-# Field positions in /sys/block/<dev>/stat (0-based).
-READ_SECTORS = 2
-WRITE_SECTORS = 6
 
 
 def _stat(path: str) -> os.stat_result:
@@ -74,14 +73,6 @@ def whole_disk_name(path: str, sys_root: str = SYS_ROOT) -> Optional[str]:
     return whole_disk_for(number[0], number[1], sys_root)
 
 
-def parse_stat(text: str) -> Optional[Dict[str, int]]:
-    """Sector counters from the text of /sys/block/<dev>/stat; None when it is not that format."""
-    fields = text.split()
-    if len(fields) <= WRITE_SECTORS or not all(field.isdigit() for field in fields):
-        return None
-    return {"read_sectors": int(fields[READ_SECTORS]), "write_sectors": int(fields[WRITE_SECTORS])}
-
-
 def read_stat(device: Optional[str], sys_root: str = SYS_ROOT) -> Optional[Dict[str, int]]:
     """Sector counters of a whole disk ('sdb' or '/dev/sdb'), None when unknown or unreadable."""
     if not device:
@@ -89,7 +80,7 @@ def read_stat(device: Optional[str], sys_root: str = SYS_ROOT) -> Optional[Dict[
     name = os.path.basename(device)
     try:
         with open(os.path.join(sys_root, "block", name, "stat")) as handle:
-            return parse_stat(handle.read())
+            return parse_block_stat(handle.read())
     except OSError:
         return None
 

@@ -4,7 +4,7 @@
 """What a cancelled job removes itself: this run's run directories, and only those.
 
 After a cancel (AWX/AAP sends SIGTERM to ansible-playbook) the play's ``always:`` cleanup never runs,
-so bench_facts removes the run directories it was given (bench_plan's ``<target>/diskproof-<run id>``)
+so bench_run removes the run directories it was given (bench_plan's ``<target>/diskproof-<run id>``)
 itself. A directory is removed only when its ``.diskproof-run`` note proves it is this run's: a real
 directory (not a symlink) named ``diskproof-<id>``, whose note is a plain file saying
 ``diskproof run <id>,`` on its first line and ``host: <this host>``. Removal never follows symlinks

@@ -1,11 +1,11 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Disk discovery, pure Python (no Ansible imports): parse, resolve, classify.
+"""Disk discovery, pure Python (no Ansible imports): resolve and classify what the parsers read.
 
-What the module disk_facts reads or runs goes through here as text:
+What the module disk_facts reads or runs is parsed by module_utils/_parse (lsblk, mountinfo, swaps, fstab,
+wipefs, blkid, smartctl, nvme, meminfo, os_release, sysfs, tool_version) and lands here as data:
 
-    tree = parse_lsblk(lsblk_json_text)            # lsblk -J -b -O
-    topology = Topology(tree)                      # holders/slaves graph: disk -> part -> dm/md -> ...
+    topology = Topology(parse_lsblk(lsblk_json_text))   # holders/slaves graph: disk -> part -> dm/md -> ...
     host = HostView(topology, parse_mountinfo(mountinfo_text), parse_swaps(swaps_text),
                     parse_fstab(fstab_text), block_dev)
     topology.physical_disks("dm-2")                # ['sda', 'sdb']: through partitions, LVM/dm and md
@@ -18,23 +18,19 @@ block_dev is the only I/O seam: a callable the module passes in that returns the
 device node (its st_rdev), None when the path is no block device or does not exist. Tests pass a dict
 lookup.
 
-Parsers raise DiscoverError, the one exception of this file, for anything they cannot read exactly.
-"No SMART on this device" is not an error: parse_smartctl returns it as data (available: false, the
-exit status bits and smartctl's own messages).
-
 Importable on Python 3.8+ (module side of ansible-core 2.19).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
-
-MAX_QUOTED_CHARS = 300
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import fstab_spec
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import parse_scheduler
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.values import text_value
 
 # Mount points whose disk is the boot disk: never selected, never granted raw_write.
 BOOT_MOUNT_POINTS = ("/", "/boot", "/boot/efi", "/efi")
@@ -61,26 +57,6 @@ REFUSAL_CODES = (
     "read_only",
 )
 
-# smartctl exit status bits (smartctl(8), RETURN VALUES).
-SMARTCTL_EXIT_BITS = (
-    "command line did not parse (smartctl also sets it when it cannot detect the device type)",
-    "device open failed, or the device did not return identify/inquiry data",
-    "a SMART or other command to the device failed, or a checksum error in a SMART data structure",
-    "SMART status check returned DISK FAILING",
-    "prefail attributes at or below threshold",
-    "usage or prefail attributes were at or below threshold in the past",
-    "the device error log contains records of errors",
-    "the device self-test log contains records of errors",
-)
-
-# ATA attributes summarised from smartctl -x (id -> name in the summary); raw values.
-ATA_ATTRIBUTES = {
-    5: "reallocated_sectors",
-    197: "pending_sectors",
-    198: "offline_uncorrectable",
-    199: "udma_crc_errors",
-}
-
 PARTITION_TABLE_TYPES = {
     "dos", "gpt", "pmbr", "atari", "bsd", "mac", "sgi", "sun", "ultrix", "solaris_x86", "minix", "unixware", "aix",
 }
@@ -88,100 +64,6 @@ LVM_TYPES = {"lvm1_member", "lvm2_member"}
 SWAP_TYPES = {"swap", "swsuspend"}
 CRYPTO_TYPES = {"crypto_luks", "bitlocker", "truecrypt", "veracrypt"}
 VOLUME_MEMBER_TYPES = {"zfs_member", "bcache", "drbd", "ceph_bluestore", "vmfs_volume_member", "btrfs"}
-
-# --version style arguments per tool, and how to read the version from what it prints.
-# bonnie++ has no version option: any unknown option prints its usage, which ends in "Version: 2.00a".
-TOOL_VERSION_ARGS = {
-    "dd": ["--version"],
-    "fio": ["--version"],
-    "sysbench": ["--version"],
-    "bonnie++": ["--version"],
-    "ioping": ["-v"],
-    "smartctl": ["--version"],
-    "nvme": ["version"],
-}
-_TOOL_VERSION_PATTERNS = {
-    "bonnie++": re.compile(r"^Version:\s*(\S+)", re.MULTILINE),
-}
-_DOTTED_VERSION = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)+[0-9A-Za-z.+~-]*)")
-
-
-class DiscoverError(ValueError):
-    """Input that cannot be read exactly: what was parsed, what was expected, the offending text."""
-
-    def __init__(self, source: str, expected: str, found: Optional[str] = None) -> None:
-        self.source = source
-        self.expected = expected
-        self.found = None if found is None else _quote(found)
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        text = "%s: expected %s" % (self.source, self.expected)
-        if self.found is not None:
-            text += "; found: '%s'" % self.found
-        return text
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def _quote(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
-    out = "".join(char if char.isprintable() else "\\x%02x" % (ord(char) & 0xFF) for char in str(text))
-    return out if len(out) <= limit else out[:limit] + "..."
-
-
-# ---------------------------------------------------------------------------------------------------
-# Small value helpers
-# ---------------------------------------------------------------------------------------------------
-
-
-def _text(value: Any) -> Optional[str]:
-    """A stripped string, None for null and blank values (lsblk pads vendor and model with spaces)."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _as_int(value: Any, source: str, field: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise DiscoverError(source, "an integer for %s" % field, repr(value))
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*$", value):
-        return int(value)
-    raise DiscoverError(source, "an integer for %s" % field, repr(value))
-
-
-def _as_bool(value: Any, source: str, field: str) -> Optional[bool]:
-    """lsblk 2.33+ prints booleans as JSON true/false, older ones as "0"/"1"."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return value == 1
-    if isinstance(value, str) and value.strip() in ("0", "1"):
-        return value.strip() == "1"
-    raise DiscoverError(source, "a boolean for %s" % field, repr(value))
-
-
-def _load_json(text: str, source: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        first = text.strip().splitlines()[0] if text.strip() else ""
-        raise DiscoverError(source, "JSON (%s)" % error, first)
-
-
-def _unescape_octal(text: str) -> str:
-    r"""/proc/self/mountinfo, /proc/swaps and fstab escape space, tab, newline and backslash as \NNN."""
-    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
 
 
 def _unique(items: Iterable[Any]) -> List[Any]:
@@ -193,80 +75,8 @@ def _unique(items: Iterable[Any]) -> List[Any]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# lsblk -J -b -O
+# The lsblk tree as a graph
 # ---------------------------------------------------------------------------------------------------
-
-# lsblk column -> key in our node, converter.
-_LSBLK_TEXT = {
-    "name": "name",
-    "path": "path",
-    "type": "type",
-    "model": "model",
-    "serial": "serial",
-    "wwn": "wwn",
-    "rev": "rev",
-    "vendor": "vendor",
-    "tran": "tran",
-    "sched": "scheduler",
-    "fstype": "fstype",
-    "pttype": "pttype",
-    "uuid": "uuid",
-    "label": "label",
-    "partuuid": "partuuid",
-    "partlabel": "partlabel",
-    "hctl": "hctl",
-    "subsystems": "subsystems",
-}
-_LSBLK_INT = {"size": "size_bytes", "log-sec": "logical_block_size", "phy-sec": "physical_block_size"}
-_LSBLK_BOOL = {"rota": "rotational", "rm": "removable", "ro": "read_only"}
-
-
-def _lsblk_node(raw: Any, where: str) -> Dict[str, Any]:
-    source = "lsblk JSON"
-    if not isinstance(raw, dict):
-        raise DiscoverError(source, "an object per block device at %s" % where, repr(raw))
-    kname = _text(raw.get("kname")) or _text(raw.get("name"))
-    if kname is None:
-        raise DiscoverError(source, "kname or name at %s (run lsblk with -O)" % where, repr(raw)[:200])
-    kname = kname.rsplit("/", 1)[-1]
-    maj_min = _text(raw.get("maj:min"))
-    if maj_min is None or not re.match(r"^[0-9]+:[0-9]+$", maj_min):
-        raise DiscoverError(source, "maj:min of %s (run lsblk with -O)" % kname, repr(raw.get("maj:min")))
-    if _text(raw.get("type")) is None:
-        raise DiscoverError(source, "type of %s (run lsblk with -O)" % kname)
-    node = {"kname": kname, "maj_min": maj_min}  # type: Dict[str, Any]
-    for column, key in _LSBLK_TEXT.items():
-        node[key] = _text(raw.get(column))
-    for column, key in _LSBLK_INT.items():
-        node[key] = _as_int(raw.get(column), source, "%s of %s" % (column, kname))
-    for column, key in _LSBLK_BOOL.items():
-        node[key] = _as_bool(raw.get(column), source, "%s of %s" % (column, kname))
-    node["path"] = node["path"] or "/dev/" + kname
-    mounts = raw.get("mountpoints")
-    if mounts is None:
-        mounts = [raw.get("mountpoint")]
-    if not isinstance(mounts, list):
-        raise DiscoverError(source, "a list of mountpoints for %s" % kname, repr(mounts))
-    node["mountpoints"] = [str(point) for point in mounts if point]
-    children = raw.get("children") or []
-    if not isinstance(children, list):
-        raise DiscoverError(source, "a list of children for %s" % kname, repr(children)[:200])
-    node["children"] = [_lsblk_node(child, "%s.children[%d]" % (kname, index)) for index, child in enumerate(children)]
-    return node
-
-
-def parse_lsblk(text: str) -> List[Dict[str, Any]]:
-    """The device tree of `lsblk -J -b -O`: top-level devices, each with its holders as children.
-
-    Keys per node: kname, name, path, type, maj_min, size_bytes, rotational, removable, read_only,
-    logical_block_size, physical_block_size, model, serial, wwn, rev, vendor, tran, scheduler, fstype,
-    pttype, uuid, label, partuuid, partlabel, hctl, subsystems, mountpoints (list, swap shown as
-    "[SWAP]"), children. Strings are stripped, blanks are None; old lsblk's "0"/"1" become booleans.
-    """
-    data = _load_json(text, "lsblk JSON")
-    if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
-        raise DiscoverError("lsblk JSON", 'an object with a "blockdevices" list', text.strip()[:200])
-    return [_lsblk_node(raw, "blockdevices[%d]" % index) for index, raw in enumerate(data["blockdevices"])]
 
 
 class Topology:
@@ -350,118 +160,8 @@ class Topology:
 
 
 # ---------------------------------------------------------------------------------------------------
-# /proc/self/mountinfo, /proc/swaps, /etc/fstab
+# Signatures (wipefs, blkid) by kind
 # ---------------------------------------------------------------------------------------------------
-
-
-def parse_mountinfo(text: str) -> List[Dict[str, str]]:
-    """Mounts of /proc/self/mountinfo: mount_point, maj_min (of st_dev), root, fstype, source.
-
-    One parser for the collection: _filesystems.parse_mountinfo (bench_plan reads mounts too).
-    """
-    try:
-        return _filesystems.parse_mountinfo(text)
-    except _filesystems.MountinfoError as error:
-        raise DiscoverError("/proc/self/mountinfo", error.expected, error.found) from None
-
-
-def parse_swaps(text: str) -> List[Dict[str, Any]]:
-    """Active swap areas of /proc/swaps: filename, type (partition or file), size_bytes, used_bytes, priority."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return []
-    if not lines[0].startswith("Filename"):
-        raise DiscoverError("/proc/swaps", "the header 'Filename Type Size Used Priority'", lines[0])
-    swaps = []
-    for line in lines[1:]:
-        fields = line.rsplit(None, 4)
-        if len(fields) != 5 or not all(re.match(r"^-?[0-9]+$", field) for field in fields[2:]):
-            raise DiscoverError("/proc/swaps", "'FILENAME TYPE SIZE USED PRIORITY' (sizes in KiB)", line)
-        swaps.append({
-            "filename": _unescape_octal(fields[0]),
-            "type": fields[1],
-            "size_bytes": int(fields[2]) * 1024,
-            "used_bytes": int(fields[3]) * 1024,
-            "priority": int(fields[4]),
-        })
-    return swaps
-
-
-def parse_fstab(text: str) -> List[Dict[str, str]]:
-    """Entries of /etc/fstab: spec, file, vfstype, options (comments and blank lines skipped)."""
-    entries = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        fields = stripped.split()
-        if len(fields) < 2:
-            raise DiscoverError("/etc/fstab", "at least 'SPEC FILE' on a line", line)
-        entries.append({
-            "spec": _unescape_octal(fields[0]),
-            "file": _unescape_octal(fields[1]),
-            "vfstype": fields[2] if len(fields) > 2 else "auto",
-            "options": fields[3] if len(fields) > 3 else "defaults",
-        })
-    return entries
-
-
-def fstab_spec(spec: str) -> Tuple[str, str]:
-    """What an fstab spec names: ('uuid'|'label'|'partuuid'|'partlabel', value), ('path', '/dev/...') or ('other', spec)."""
-    match = re.match(r"^(UUID|LABEL|PARTUUID|PARTLABEL)=(.*)$", spec)
-    if match:
-        value = match.group(2)
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        return match.group(1).lower(), value
-    if spec.startswith("/"):
-        return "path", spec
-    return "other", spec
-
-
-# ---------------------------------------------------------------------------------------------------
-# blkid -p -o export, wipefs -n -J
-# ---------------------------------------------------------------------------------------------------
-
-
-def parse_blkid_export(text: str) -> Dict[str, str]:
-    """KEY=VALUE lines of `blkid -p -o export DEVICE` (empty output: no signature found)."""
-    values = {}
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if "=" not in line:
-            raise DiscoverError("blkid -o export", "KEY=VALUE lines", line)
-        key, value = line.split("=", 1)
-        values[key.strip()] = re.sub(r"\\(.)", r"\1", value)
-    return values
-
-
-def parse_wipefs_json(text: str) -> List[Dict[str, Any]]:
-    """Signatures of `wipefs -n -J DEVICE`: device, offset (bytes), type, uuid, label."""
-    if not text.strip():
-        return []
-    data = _load_json(text, "wipefs JSON")
-    if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):
-        raise DiscoverError("wipefs JSON", 'an object with a "signatures" list', text.strip()[:200])
-    signatures = []
-    for raw in data["signatures"]:
-        if not isinstance(raw, dict) or _text(raw.get("type")) is None:
-            raise DiscoverError("wipefs JSON", "a signature object with a type", repr(raw)[:200])
-        offset = raw.get("offset")
-        if isinstance(offset, str):
-            try:
-                offset = int(offset, 0)
-            except ValueError:
-                raise DiscoverError("wipefs JSON", "a hexadecimal offset", offset)
-        signatures.append({
-            "device": _text(raw.get("device")),
-            "offset": _as_int(offset, "wipefs JSON", "offset"),
-            "type": _text(raw.get("type")),
-            "uuid": _text(raw.get("uuid")),
-            "label": _text(raw.get("label")),
-        })
-    return signatures
 
 
 def signature_kind(signature_type: str) -> str:
@@ -482,269 +182,9 @@ def signature_kind(signature_type: str) -> str:
     return "filesystem"
 
 
-def blkid_result(rc: int, stdout: str, stderr: str) -> Tuple[Dict[str, str], Optional[str]]:
-    """(values, error) of a `blkid -p -o export` run. blkid exits 2 both for "nothing found" (silent)
-    and for errors such as EPERM (with a message on stderr), so stderr decides."""
-    if rc == 0:
-        return parse_blkid_export(stdout), None
-    if rc == 2 and not stderr.strip() and not stdout.strip():
-        return {}, None
-    return {}, "blkid exit code %d: %s" % (rc, _quote(stderr.strip() or stdout.strip() or "(no output)"))
-
-
-def wipefs_result(rc: int, stdout: str, stderr: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
-    """(signatures, error) of a `wipefs -n -J` run."""
-    if rc != 0:
-        return [], "wipefs exit code %d: %s" % (rc, _quote(stderr.strip() or stdout.strip() or "(no output)"))
-    try:
-        return parse_wipefs_json(stdout), None
-    except DiscoverError as error:
-        return [], str(error)
-
-
 # ---------------------------------------------------------------------------------------------------
-# smartctl -j -x, nvme smart-log -o json
+# Host: service manager, transport
 # ---------------------------------------------------------------------------------------------------
-
-
-def _number(value: Any) -> Optional[int]:
-    """Integers as smartctl and nvme-cli print them: numbers, numeric strings ("1,234" included), {"value": n}."""
-    if isinstance(value, dict):
-        value = value.get("value")
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
-        cleaned = value.replace(",", "").strip()
-        if re.match(r"^-?[0-9]+$", cleaned):
-            return int(cleaned)
-    return None
-
-
-def format_wwn(wwn: Any) -> Optional[str]:
-    """smartctl's {naa, oui, id} as the 0x-prefixed 16-digit form lsblk prints ('0x5002538e40a22954')."""
-    if not isinstance(wwn, dict):
-        return None
-    naa, oui, ident = _number(wwn.get("naa")), _number(wwn.get("oui")), _number(wwn.get("id"))
-    if naa is None or oui is None or ident is None:
-        return None
-    return "0x%01x%06x%09x" % (naa, oui, ident)
-
-
-_NVME_KEYS = (
-    ("critical_warning", ("critical_warning",)),
-    ("available_spare", ("available_spare", "avail_spare")),
-    ("available_spare_threshold", ("available_spare_threshold", "spare_thresh")),
-    ("percentage_used", ("percentage_used", "percent_used")),
-    ("media_errors", ("media_errors",)),
-    ("error_log_entries", ("num_err_log_entries",)),
-    ("unsafe_shutdowns", ("unsafe_shutdowns",)),
-    ("power_on_hours", ("power_on_hours",)),
-    ("power_cycles", ("power_cycles",)),
-    ("data_units_read", ("data_units_read",)),
-    ("data_units_written", ("data_units_written",)),
-)
-NVME_DATA_UNIT_BYTES = 512000  # NVMe data units are thousands of 512-byte units
-
-
-def _nvme_health(log: Dict[str, Any], temperature_c: Optional[int]) -> Dict[str, Any]:
-    health = {}  # type: Dict[str, Any]
-    for key, aliases in _NVME_KEYS:
-        health[key] = next((_number(log[alias]) for alias in aliases if alias in log), None)
-    health["temperature_c"] = temperature_c
-    for direction in ("read", "written"):
-        units = health["data_units_" + direction]
-        health["data_%s_bytes" % direction] = None if units is None else units * NVME_DATA_UNIT_BYTES
-    return health
-
-
-def _kelvin_to_celsius(value: Any) -> Optional[int]:
-    """nvme-cli prints the composite temperature in kelvin (a number, or text like '318 K' / '45 C')."""
-    if isinstance(value, str):
-        match = re.match(r"^\s*(-?[0-9]+)\s*(K|C|°C)?\s*$", value)
-        if not match:
-            return None
-        number = int(match.group(1))
-        return number if match.group(2) in ("C", "°C") else number - 273
-    number = _number(value)
-    return None if number is None else number - 273
-
-
-def parse_nvme_smart_log(text: str) -> Dict[str, Any]:
-    """Health summary of `nvme smart-log -o json` (nvme-cli 1.x and 2.x; critical_warning may be an object)."""
-    data = _load_json(text, "nvme smart-log JSON")
-    if not isinstance(data, dict) or "critical_warning" not in data:
-        raise DiscoverError("nvme smart-log JSON", "an object with critical_warning", text.strip()[:200])
-    health = _nvme_health(data, _kelvin_to_celsius(data.get("temperature")))
-    health["passed"] = health["critical_warning"] == 0 if health["critical_warning"] is not None else None
-    return health
-
-
-def nvme_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
-    """An nvme smart-log run as data: the health summary, or available false with nvme-cli's message."""
-    if rc == 0:
-        try:
-            health = parse_nvme_smart_log(stdout)
-        except DiscoverError as error:
-            return {"available": False, "exit_status": rc, "messages": [str(error)]}
-        health.update(available=True, exit_status=rc, messages=[])
-        return health
-    message = (stderr.strip() or stdout.strip() or "(no output)").splitlines()[0]
-    return {"available": False, "exit_status": rc, "messages": [_quote(message)]}
-
-
-def _ata_attributes(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    table = (data.get("ata_smart_attributes") or {}).get("table")
-    if not isinstance(table, list):
-        return None
-    summary = {name: None for name in ATA_ATTRIBUTES.values()}  # type: Dict[str, Any]
-    failing = []
-    for attribute in table:
-        if not isinstance(attribute, dict):
-            continue
-        ident = _number(attribute.get("id"))
-        if ident in ATA_ATTRIBUTES:
-            summary[ATA_ATTRIBUTES[ident]] = _number((attribute.get("raw") or {}).get("value"))
-        if attribute.get("when_failed") == "now":
-            failing.append("%s %s" % (ident, attribute.get("name")))
-    summary["failing_now"] = failing
-    return summary
-
-
-def _scsi_counters(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    log = data.get("scsi_error_counter_log")
-    if not isinstance(log, dict) and "scsi_grown_defect_list" not in data:
-        return None
-    log = log if isinstance(log, dict) else {}
-    return {
-        "grown_defects": _number(data.get("scsi_grown_defect_list")),
-        "read_uncorrected": _number((log.get("read") or {}).get("total_uncorrected_errors")),
-        "write_uncorrected": _number((log.get("write") or {}).get("total_uncorrected_errors")),
-    }
-
-
-def parse_smartctl(text: str) -> Dict[str, Any]:
-    """Identity and health summary of `smartctl -j -x DEVICE`.
-
-    smartctl exits non-zero and still prints JSON when the device has no SMART (virtio, loop: exit 1,
-    "Unable to detect device type") or cannot be opened (exit 2): that is returned as data with
-    available false, exit_status, exit_meanings and smartctl's messages. Only text that is not
-    smartctl JSON at all raises DiscoverError.
-    """
-    data = _load_json(text, "smartctl JSON")
-    if not isinstance(data, dict) or not isinstance(data.get("smartctl"), dict):
-        raise DiscoverError("smartctl JSON", 'an object with a "smartctl" section (smartctl 7.0+ with -j)',
-                            text.strip()[:200])
-    smartctl = data["smartctl"]
-    exit_status = _number(smartctl.get("exit_status"))
-    messages = []
-    for message in smartctl.get("messages") or []:
-        if isinstance(message, dict) and message.get("string"):
-            messages.append("%s: %s" % (message.get("severity", "information"), _quote(message["string"])))
-    device = data.get("device") if isinstance(data.get("device"), dict) else {}
-    nvme_log = data.get("nvme_smart_health_information_log")
-    attributes = _ata_attributes(data)
-    smart_status = data.get("smart_status") if isinstance(data.get("smart_status"), dict) else {}
-    passed = smart_status.get("passed") if isinstance(smart_status.get("passed"), bool) else None
-    available = bool(smart_status) or isinstance(nvme_log, dict) or attributes is not None
-    temperature = data.get("temperature") if isinstance(data.get("temperature"), dict) else {}
-    version = smartctl.get("version")
-    write_cache = data.get("write_cache") if isinstance(data.get("write_cache"), dict) else {}
-    summary = {
-        "available": available,
-        "passed": passed,
-        "exit_status": exit_status,
-        "exit_meanings": [meaning for bit, meaning in enumerate(SMARTCTL_EXIT_BITS)
-                          if exit_status is not None and exit_status & (1 << bit)],
-        "messages": messages,
-        "smartctl_version": ".".join(str(part) for part in version) if isinstance(version, list) else None,
-        "device_type": _text(device.get("type")),
-        "protocol": _text(device.get("protocol")),
-        "model": _text(data.get("model_name")) or _text(data.get("product")),
-        "vendor": _text(data.get("vendor")),
-        "serial": _text(data.get("serial_number")),
-        "wwn": format_wwn(data.get("wwn")),
-        "firmware": _text(data.get("firmware_version")) or _text(data.get("revision")),
-        "capacity_bytes": _number((data.get("user_capacity") or {}).get("bytes")),
-        "logical_block_size": _number(data.get("logical_block_size")),
-        "physical_block_size": _number(data.get("physical_block_size")),
-        "rotation_rate": _number(data.get("rotation_rate")),
-        "write_cache_enabled": write_cache.get("enabled") if isinstance(write_cache.get("enabled"), bool) else None,
-        "temperature_c": _number(temperature.get("current")),
-        "power_on_hours": _number((data.get("power_on_time") or {}).get("hours")),
-        "power_cycles": _number(data.get("power_cycle_count")),
-        "ata": attributes,
-        "nvme": _nvme_health(nvme_log, _number(nvme_log.get("temperature"))) if isinstance(nvme_log, dict) else None,
-        "scsi": _scsi_counters(data),
-    }
-    summary["health"] = smart_health(summary)
-    return summary
-
-
-def smart_health(summary: Dict[str, Any]) -> str:
-    """unavailable (no SMART data read), failed (smartctl says failing), passed, or unknown."""
-    if not summary.get("available"):
-        return "unavailable"
-    exit_status = summary.get("exit_status") or 0
-    if summary.get("passed") is False or exit_status & (1 << 3):
-        return "failed"
-    if summary.get("passed") is True:
-        return "passed"
-    return "unknown"
-
-
-def smartctl_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
-    """A smartctl run as data; unparseable output becomes available false with the parse error."""
-    try:
-        return parse_smartctl(stdout)
-    except DiscoverError as error:
-        detail = stderr.strip().splitlines()[0] if stderr.strip() else None
-        return {
-            "available": False, "passed": None, "health": "unavailable", "exit_status": rc,
-            "exit_meanings": [meaning for bit, meaning in enumerate(SMARTCTL_EXIT_BITS) if rc & (1 << bit)],
-            "messages": [str(error)] + ([_quote(detail)] if detail else []),
-        }
-
-
-# ---------------------------------------------------------------------------------------------------
-# Host: tools, memory, distribution, service manager, sysfs values
-# ---------------------------------------------------------------------------------------------------
-
-
-def parse_tool_version(tool: str, text: str) -> Optional[str]:
-    """Version from what TOOL_VERSION_ARGS prints: 'dd (coreutils) 9.1' -> '9.1', 'fio-3.33' -> '3.33',
-    bonnie++ usage '... Version: 2.00a' -> '2.00a', 'nvme version 2.3 (git 2.3)' -> '2.3'."""
-    pattern = _TOOL_VERSION_PATTERNS.get(tool)
-    if pattern is not None:
-        match = pattern.search(text)
-        return match.group(1) if match else None
-    for line in text.splitlines():
-        if line.strip():
-            match = _DOTTED_VERSION.search(line)
-            return match.group(1) if match else None
-    return None
-
-
-def parse_meminfo(text: str) -> Optional[int]:
-    """MemTotal of /proc/meminfo in bytes."""
-    match = re.search(r"^MemTotal:\s+([0-9]+)\s*kB\s*$", text, re.MULTILINE)
-    return int(match.group(1)) * 1024 if match else None
-
-
-def parse_os_release(text: str) -> Dict[str, Optional[str]]:
-    """id, version_id, name, pretty_name, version_codename of /etc/os-release."""
-    values = {}
-    for line in text.splitlines():
-        match = re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", line.strip())
-        if match:
-            value = match.group(2).strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = re.sub(r"\\(.)", r"\1", value[1:-1])
-            values[match.group(1)] = value
-    return {key.lower(): values.get(key) for key in ("ID", "VERSION_ID", "NAME", "PRETTY_NAME", "VERSION_CODENAME")}
 
 
 def service_manager(pid1_comm: Optional[str], run_systemd_system: bool, openrc_present: bool,
@@ -769,17 +209,6 @@ def service_manager(pid1_comm: Optional[str], run_systemd_system: bool, openrc_p
     if comm == "init" or initd_present:
         return "sysvinit"
     return "unknown"
-
-
-def parse_scheduler(text: Optional[str]) -> Optional[str]:
-    """The active I/O scheduler of /sys/block/<dev>/queue/scheduler ('none [mq-deadline] kyber' -> 'mq-deadline')."""
-    if text is None:
-        return None
-    match = re.search(r"\[([^\]]+)\]", text)
-    if match:
-        return match.group(1)
-    words = text.split()
-    return words[0] if len(words) == 1 else None
 
 
 def transport(node: Dict[str, Any]) -> Optional[str]:
@@ -827,14 +256,14 @@ class HostView:
         self.swaps = list(swaps)
         self.fstab = list(fstab)
         self._block_dev = block_dev
-        self.mount_points = {}  # type: Dict[str, List[str]]   kname -> mount points on that node
+        self.mount_points: Dict[str, List[str]] = {}  # kname -> mount points on that node
         for mount in self.mounts:
             kname = self.node_for_mount(mount)
             if kname is not None:
                 points = self.mount_points.setdefault(kname, [])
                 if mount["mount_point"] not in points:
                     points.append(mount["mount_point"])
-        self.swap_areas = {}  # type: Dict[str, List[str]]   kname -> swap filenames on that node
+        self.swap_areas: Dict[str, List[str]] = {}  # kname -> swap filenames on that node
         self.unresolved_swaps = []  # type: List[str]
         for swap in self.swaps:
             if swap["type"] == "file":
@@ -845,8 +274,8 @@ class HostView:
                 self.unresolved_swaps.append(swap["filename"])
             else:
                 self.swap_areas.setdefault(kname, []).append(swap["filename"])
-        self.boot_disks = {}  # type: Dict[str, List[str]]   physical disk -> boot mount points on it
-        self.boot_unknown = []  # type: List[str]           boot mounts / swap whose disk is unknown
+        self.boot_disks: Dict[str, List[str]] = {}  # physical disk -> boot mount points on it
+        self.boot_unknown: List[str] = []  # boot mounts / swap whose disk is unknown
         for point in BOOT_MOUNT_POINTS:
             mount = next((m for m in reversed(self.mounts) if m["mount_point"] == point), None)
             if mount is None:
@@ -857,7 +286,7 @@ class HostView:
                 continue
             for disk in self.topology.physical_disks(kname):
                 self.boot_disks.setdefault(disk, []).append(point)
-        self.swap_disks = {}  # type: Dict[str, List[str]]   physical disk -> active swap areas on it
+        self.swap_disks: Dict[str, List[str]] = {}  # physical disk -> active swap areas on it
         for kname, filenames in self.swap_areas.items():
             for disk in self.topology.physical_disks(kname):
                 self.swap_disks.setdefault(disk, []).extend(filenames)
@@ -986,12 +415,12 @@ def disk_record(node: Dict[str, Any], sysfs: Dict[str, Optional[str]], smart: Op
         "maj_min": node["maj_min"],
         "type": node["type"],
         "transport": transport(node),
-        "model": first(node.get("model"), smart_info.get("model"), _text(sysfs.get("model"))),
-        "vendor": first(node.get("vendor"), smart_info.get("vendor"), _text(sysfs.get("vendor"))),
-        "serial": first(node.get("serial"), smart_info.get("serial"), _text(sysfs.get("serial"))),
-        "wwn": first(node.get("wwn"), smart_info.get("wwn"), _text(sysfs.get("wwid"))),
-        "firmware": first(smart_info.get("firmware"), node.get("rev"), _text(sysfs.get("firmware_rev")),
-                          _text(sysfs.get("rev"))),
+        "model": first(node.get("model"), smart_info.get("model"), text_value(sysfs.get("model"))),
+        "vendor": first(node.get("vendor"), smart_info.get("vendor"), text_value(sysfs.get("vendor"))),
+        "serial": first(node.get("serial"), smart_info.get("serial"), text_value(sysfs.get("serial"))),
+        "wwn": first(node.get("wwn"), smart_info.get("wwn"), text_value(sysfs.get("wwid"))),
+        "firmware": first(smart_info.get("firmware"), node.get("rev"), text_value(sysfs.get("firmware_rev")),
+                          text_value(sysfs.get("rev"))),
         "size_bytes": first(node.get("size_bytes"), smart_info.get("capacity_bytes")),
         "rotational": first(node.get("rotational"), flag(sysfs.get("rotational"))),
         "removable": first(node.get("removable"), flag(sysfs.get("removable"))),
@@ -999,9 +428,9 @@ def disk_record(node: Dict[str, Any], sysfs: Dict[str, Optional[str]], smart: Op
         "logical_block_size": first(node.get("logical_block_size"), smart_info.get("logical_block_size")),
         "physical_block_size": first(node.get("physical_block_size"), smart_info.get("physical_block_size")),
         "scheduler": first(parse_scheduler(sysfs.get("scheduler")), node.get("scheduler")),
-        "write_cache": _text(sysfs.get("write_cache")),
+        "write_cache": text_value(sysfs.get("write_cache")),
         "write_cache_enabled": smart_info.get("write_cache_enabled"),
-        "loop_backing_file": _text(sysfs.get("loop_backing_file")),
+        "loop_backing_file": text_value(sysfs.get("loop_backing_file")),
         "usage": usage,
         "health": health,
         "smart": smart,
@@ -1239,7 +668,7 @@ def selected_targets(host: HostView, selected: Sequence[str], mode: str
     paths = set()  # type: Set[str]
     for disk in selected:
         subtree = topology.subtree(disk)
-        on_disk = {}  # type: Dict[str, List[Dict[str, Any]]]   filesystem node -> its mounts
+        on_disk: Dict[str, List[Dict[str, Any]]] = {}  # filesystem node -> its mounts
         for mount in host.mounts:
             kname = host.node_for_mount(mount)
             if kname in subtree:

@@ -38,8 +38,13 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ._aggregate import cache_bypass, primary_metric
+from ._metrics import cache_bypass, primary_metric
+from ._parse.chronyc import chronyc_unsynchronised, parse_chronyc_tracking
+from ._parse.kernel_log import dmesg_lines, journal_kernel_text
+from ._parse.sysfs import link_speed_gts, link_width
+from ._parse.timedatectl import parse_timedatectl_show, parse_timesync_status
 from ._steady import readme_lines as steady_readme_lines
+from ._tools import TOOL_VERSION_ARGS
 
 SCHEMA = 1
 PHASES = ("before", "after")
@@ -64,15 +69,8 @@ QUEUE_FILES = ("scheduler", "nr_requests", "read_ahead_kb", "max_sectors_kb", "m
                "logical_block_size", "physical_block_size", "nomerges", "wbt_lat_usec", "write_cache")
 PCIE_LINK_FILES = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
 
-# Tool versions, per host (bonnie++ prints no version on demand: its package manager says it).
-VERSION_COMMANDS = (
-    ("dd", ["dd", "--version"]),
-    ("fio", ["fio", "--version"]),
-    ("sysbench", ["sysbench", "--version"]),
-    ("ioping", ["ioping", "-v"]),
-    ("smartctl", ["smartctl", "--version"]),
-    ("nvme", ["nvme", "version"]),
-)
+# Tool versions, per host, asked as discover asks them (bonnie++ prints only its usage: its package manager says it).
+VERSION_COMMANDS = tuple((tool, [tool] + list(args)) for tool, args in TOOL_VERSION_ARGS.items() if tool != "bonnie++")
 BONNIE_PACKAGE_COMMANDS = (["dpkg-query", "-W", "bonnie++"], ["rpm", "-q", "bonnie++"])
 
 # The kernel log when dmesg is refused (kernel.dmesg_restrict=1 without CAP_SYSLOG, as in containers): the
@@ -153,119 +151,9 @@ def disk_class(name: str, sysfs_vendor: Optional[str], scsi: bool) -> str:
     return "other"
 
 
-def _disk_pattern(disk: str) -> "re.Pattern[str]":
-    # Partitions: sda1 (name ends in a letter), nvme0n1p1 / loop3p1 (ends in a digit). NVMe
-    # controller messages say nvme0 without the namespace.
-    suffix = r"(?:p[0-9]+)?" if disk[-1].isdigit() else r"[0-9]*"
-    names = [re.escape(disk) + suffix]
-    controller = re.match(r"^(nvme[0-9]+)n[0-9]+$", disk)
-    if controller:
-        names.append(re.escape(controller.group(1)))
-    return re.compile(r"(?<![A-Za-z0-9_])(?:%s)(?![A-Za-z0-9_])" % "|".join(names))
-
-
-def dmesg_lines(text: str, disk: str) -> List[str]:
-    """The kernel log lines that name the disk, its partitions or (NVMe) its controller (the one rule for
-    dmesg and for the journal's kernel messages, which journal_kernel_text turns into dmesg lines)."""
-    pattern = _disk_pattern(disk)
-    return [line for line in text.splitlines() if pattern.search(line)]
-
-
-def _journal_field(value: Any) -> str:
-    # journalctl -o json: a string, an array of byte values when not valid UTF-8, null when too large without --all.
-    if isinstance(value, list) and all(isinstance(item, int) and 0 <= item < 256 for item in value):
-        return bytes(value).decode("utf-8", "replace")
-    return value if isinstance(value, str) else ""
-
-
-def _journal_usec(entry: Mapping[str, Any]) -> int:
-    # The kernel's own time of the message; journald's reception time when the kernel gave none.
-    for key in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
-        value = entry.get(key)
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-    return 0
-
-
-def journal_kernel_text(text: str) -> Tuple[str, int]:
-    """``journalctl -k -o json`` output as dmesg prints it (``[seconds.micros] message`` per line), and the number
-    of messages. A line that is not a JSON object (an empty answer, a notice) is no message."""
-    lines: List[str] = []
-    count = 0
-    for raw in text.splitlines():
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        count += 1
-        seconds, micros = divmod(_journal_usec(entry), 1000000)
-        stamp = "[%5d.%06d] " % (seconds, micros)
-        lines.extend(stamp + part for part in (_journal_field(entry.get("MESSAGE")).splitlines() or [""]))
-    return "".join(line + "\n" for line in lines), count
-
-
 # ---------------------------------------------------------------------------------------------
 # clock offset
 # ---------------------------------------------------------------------------------------------
-
-_CHRONY_SYSTEM_TIME = re.compile(r"^\s*System time\s*:\s*(?P<value>[0-9.]+)\s+seconds\s+(?P<side>fast|slow)\s+of NTP time",
-                                 re.MULTILINE)
-_TIMESYNC_OFFSET = re.compile(r"^\s*Offset:\s*(?P<value>[+-]?[0-9.]+)\s*(?P<unit>ns|us|\u00b5s|ms|s|min)\s*$",
-                              re.MULTILINE)
-_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
-_CHRONY_UNSYNCHRONISED = re.compile(r"^\s*Leap status\s*:\s*Not synchronised\s*$", re.MULTILINE)
-
-
-def chronyc_unsynchronised(text: str) -> Optional[str]:
-    """The ``Leap status : Not synchronised`` line of ``chronyc tracking`` (chronyd reaches no source), else None."""
-    found = _CHRONY_UNSYNCHRONISED.search(text)
-    return found.group(0).strip() if found else None
-
-
-def parse_chronyc_tracking(text: str) -> Optional[Dict[str, Any]]:
-    """The system clock's offset from NTP time in ``chronyc tracking``; None when the line is missing or chronyd
-    is not synchronised (its System time line then reads 0 seconds: no measurement)."""
-    found = _CHRONY_SYSTEM_TIME.search(text)
-    if found is None or chronyc_unsynchronised(text):
-        return None
-    value = float(found.group("value"))
-    return {"source": "chronyc tracking", "offset_s": value if found.group("side") == "fast" else -value,
-            "meaning": "this host's clock minus NTP time", "line": found.group(0).strip()}
-
-
-def parse_timesync_status(text: str) -> Optional[Dict[str, Any]]:
-    """The NTP offset ``timedatectl timesync-status`` prints; None when the line is missing."""
-    found = _TIMESYNC_OFFSET.search(text)
-    if found is None:
-        return None
-    return {"source": "timedatectl timesync-status",
-            "offset_s": float(found.group("value")) * _TIME_UNITS[found.group("unit")],
-            "meaning": "NTP offset of the last exchange as systemd-timesyncd reports it (the server's clock minus "
-                       "this host's, RFC 5905)",
-            "line": found.group(0).strip()}
-
-
-def _show_bool(value: Optional[str]) -> Optional[bool]:
-    return {"yes": True, "no": False}.get((value or "").strip())
-
-
-def parse_timedatectl_show(text: str) -> Optional[Dict[str, Any]]:
-    """What ``timedatectl show`` says of NTP: NTPSynchronized (the kernel's clock-synchronized flag, set by
-    whichever NTP client disciplines the clock), NTP (an NTP service of systemd's list is active), CanNTP (one is
-    installed), TimeUSec, Timezone, LocalRTC. None when it names neither NTP nor NTPSynchronized."""
-    values: Dict[str, str] = {}
-    for line in text.splitlines():
-        key, separator, value = line.partition("=")
-        if separator:
-            values[key.strip()] = value.strip()
-    if "NTPSynchronized" not in values and "NTP" not in values:
-        return None
-    return {"ntp_synchronized": _show_bool(values.get("NTPSynchronized")), "ntp": _show_bool(values.get("NTP")),
-            "can_ntp": _show_bool(values.get("CanNTP")), "time": values.get("TimeUSec"),
-            "timezone": values.get("Timezone"), "local_rtc": _show_bool(values.get("LocalRTC"))}
-
 
 def _yes_no(value: Optional[bool]) -> str:
     return "unknown" if value is None else "yes" if value else "no"
@@ -310,16 +198,6 @@ def find_pci_function(device_path: str) -> Optional[str]:
     return None
 
 
-def _speed_gts(value: Optional[str]) -> Optional[float]:
-    found = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s", value or "")
-    return float(found.group(1)) if found else None
-
-
-def _width(value: Optional[str]) -> Optional[int]:
-    text = (value or "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
-
-
 def pcie_link(disk: str, device_link: Optional[str], read_text: Callable[[str], Optional[str]]) -> Dict[str, Any]:
     """Current against capable PCIe link of the PCI function above a disk.
 
@@ -345,8 +223,8 @@ def pcie_link(disk: str, device_link: Optional[str], read_text: Callable[[str], 
     if all(result[name] is None for name in PCIE_LINK_FILES):
         result["note"] = "%s has no PCIe link attributes (conventional PCI, as a VM's virtio disk)" % result["pci_function"]
         return result
-    speeds = (_speed_gts(result["current_link_speed"]), _speed_gts(result["max_link_speed"]))
-    widths = (_width(result["current_link_width"]), _width(result["max_link_width"]))
+    speeds = (link_speed_gts(result["current_link_speed"]), link_speed_gts(result["max_link_speed"]))
+    widths = (link_width(result["current_link_width"]), link_width(result["max_link_width"]))
     slower = speeds[0] < speeds[1] if None not in speeds else None
     narrower = widths[0] < widths[1] if None not in widths else None
     if slower is None and narrower is None:

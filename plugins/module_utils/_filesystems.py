@@ -6,7 +6,7 @@ disk_facts (discover, before the quiesce) and bench_plan (the plan, when discove
 ask ``classify_mount`` about the mount holding a target directory (its /proc/self/mountinfo entry),
 so a target is refused for the same reason, with the same words, wherever it is caught:
 
-    mount = mount_for_path(parse_mountinfo(text), os.path.realpath(target))
+    mount = mount_for_path(parse_mountinfo(text), os.path.realpath(target))   # _parse.mountinfo
     found = classify_mount(mount, source_is_block_device(mount["source"]))
     found.not_a_disk        # True: refused unless allow_non_disk
     refusal_message(path, found)
@@ -28,8 +28,7 @@ Importable on Python 3.8+ (module side of ansible-core 2.19).
 
 from __future__ import annotations
 
-import re
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Mapping, NamedTuple, Optional, Sequence
 
 KIND_MEMORY = "memory"
 KIND_UNION = "union"
@@ -58,17 +57,6 @@ NON_DISK_FSTYPES = {
 # Rule 2: disk-backed although the source is no block device node (or is one seen through FUSE).
 DISK_FSTYPES_WITHOUT_BLOCK_SOURCE = frozenset(("fuseblk", "zfs", "bcachefs"))
 
-_MAJ_MIN = re.compile(r"^[0-9]+:[0-9]+$")
-
-
-class MountinfoError(ValueError):
-    """A /proc/self/mountinfo line that cannot be read exactly: what was expected, the line."""
-
-    def __init__(self, expected: str, found: str) -> None:
-        self.expected = expected
-        self.found = found
-        super().__init__("/proc/self/mountinfo: expected %s; found: %r" % (expected, found[:300]))
-
 
 class FilesystemFacts(NamedTuple):
     """What the rule found for one mount; ``kind`` is None exactly when the mount is on a disk."""
@@ -81,40 +69,6 @@ class FilesystemFacts(NamedTuple):
     @property
     def not_a_disk(self) -> bool:
         return self.kind is not None
-
-
-def _unescape_octal(text: str) -> str:
-    r"""mountinfo escapes space, tab, newline and backslash as \NNN."""
-    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
-
-
-def parse_mountinfo(text: str) -> List[Dict[str, str]]:
-    """Mounts of /proc/self/mountinfo in order: mount_point, maj_min (st_dev), root, fstype, source, options
-    (the mount's own, e.g. "ro,relatime").
-
-    mountinfo rather than /proc/mounts: it names the device number of every mount, so a mount is tied
-    to its block device even when the source is a by-uuid link, a /dev/mapper name or a renamed node.
-    """
-    mounts = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = line.split(" ")
-        if "-" not in fields[6:] or len(fields) < 10:
-            raise MountinfoError("'ID PARENT MAJ:MIN ROOT MOUNT OPTS ... - FSTYPE SOURCE SUPEROPTS' on line %d"
-                                 % lineno, line)
-        separator = fields.index("-", 6)
-        if len(fields) < separator + 3 or not _MAJ_MIN.match(fields[2]):
-            raise MountinfoError("FSTYPE SOURCE after ' - ' and MAJ:MIN on line %d" % lineno, line)
-        mounts.append({
-            "mount_point": _unescape_octal(fields[4]),
-            "maj_min": fields[2],
-            "root": _unescape_octal(fields[3]),
-            "fstype": fields[separator + 1],
-            "source": _unescape_octal(fields[separator + 2]),
-            "options": fields[5],
-        })
-    return mounts
 
 
 def mount_for_path(mounts: Sequence[Mapping[str, str]], path: str) -> Optional[Mapping[str, str]]:

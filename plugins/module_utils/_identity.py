@@ -26,7 +26,10 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ._discover import normalize_wwn, parse_mountinfo, DiscoverError
+from ._discover import normalize_wwn
+from ._parse.errors import ParseError
+from ._parse.mountinfo import parse_mountinfo
+from ._parse.sysfs import loop_backing_file, vpd_unit_serial
 
 SYS_BLOCK = "/sys/block"
 BY_ID = "/dev/disk/by-id"
@@ -35,7 +38,6 @@ RERUN = "rerun the discover role (--tags discover, or the whole playbook) so the
 # by-id links whose name ends in _<serial> (udev's ID_SERIAL is <model>_<serial>).
 _SERIAL_LINK_PREFIXES = ("ata-", "nvme-", "scsi-", "usb-", "mmc-", "virtio-", "ieee1394-", "memstick-")
 _WWN_LINK_PREFIXES = ("wwn-", "nvme-eui.", "scsi-3", "nvme-nvme.")
-_DELETED = " (deleted)"
 
 
 class IdentityError(Exception):
@@ -51,22 +53,19 @@ def _read(path: str) -> Optional[str]:
 
 
 def _vpd_serial(path: str) -> Optional[str]:
-    """The unit serial of a SCSI VPD page 0x80 (4 header bytes, then the serial, space padded)."""
+    """The unit serial of a SCSI VPD page 0x80 file."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return vpd_unit_serial(handle.read())
     except OSError:
         return None
-    text = data[4:].decode("ascii", "replace").strip(" \x00")
-    return text or None
 
 
 def loop_identity(backing_file: Optional[str]) -> Optional[Dict[str, Any]]:
     """{backing_file, st_dev, st_ino, deleted} of a loop backing file as sysfs names it; None for no loop."""
     if not backing_file:
         return None
-    deleted = backing_file.endswith(_DELETED)
-    path = backing_file[:-len(_DELETED)] if deleted else backing_file
+    path, deleted = loop_backing_file(backing_file)
     try:
         info = os.stat(path)
         st_dev, st_ino = info.st_dev, info.st_ino   # type: Optional[int], Optional[int]
@@ -288,7 +287,7 @@ def verify_grant(grant: Mapping[str, Any], observed: Mapping[str, Mapping[str, A
         return problems
     try:
         mounts = parse_mountinfo(mountinfo_text) if mountinfo_text is not None else []
-    except DiscoverError as error:
+    except ParseError as error:
         mounts = []
         problems.append("mounts could not be read (%s)" % error)
     if mountinfo_text is None:

@@ -33,6 +33,8 @@ import subprocess
 import time
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
+from ._parse.proc_pid_stat import fields_after_command
+
 PR_SET_PDEATHSIG = 1
 # How long a process group gets to end after SIGTERM before SIGKILL, and to be gone after SIGKILL.
 TERM_GRACE_S = 1.0
@@ -113,7 +115,7 @@ def _stat_fields(pid: int) -> Optional[List[str]]:
             text = handle.read().decode("ascii", "replace")
     except OSError:
         return None
-    return text.rsplit(")", 1)[1].split()
+    return fields_after_command(text)
 
 
 def group_members(pgid: int) -> List[int]:

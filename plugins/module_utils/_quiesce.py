@@ -11,12 +11,13 @@ rule is a table in tests/unit/plugins/module_utils/test_quiesce.py:
     SystemdServices(run), SysvServices(run, ...)                    status / stop / start, argv only
     select_to_stop(statuses)                                        running -> stop, the rest stays
     select_to_stop(statuses), unit_decision, missed_runs, unit_table  systemd unit rules and the per-unit table
-    parse_diskstats(text), parse_loadavg(text), idle_sample(...)    one idle-window decision
-    parse_cpu_stat, cgroup2_mount, own_cpu_counter                 a container's own CPU time
-    parse_mdstat(text), md_activity(arrays, disks_of, targets)      md resync/recovery/check/reshape
-    smart_selftest(smartctl_json)                                   self-test in progress?
+    idle_sample(before, after, ...)                                 one idle-window decision (diskstats snapshots)
+    own_cpu_counter                                                 a container's own CPU time
+    md_activity(arrays, disks_of, targets)                          md resync/recovery/check/reshape
     read_processes(...), competing_processes(...)                   other fio/dd on the targets
 
+The text of /proc files, systemctl and smartctl is read by module_utils/_parse (diskstats, loadavg, cgroup,
+mountinfo, mdstat, smartctl, systemctl, proc_pid_stat, proc_cgroup); what they return is decided on here.
 The only I/O is reading /proc and /sys through a root argument (tests point it at a fake tree);
 commands are run by a caller-supplied function, never here. Errors raise QuiesceError.
 """
@@ -29,6 +30,11 @@ import os
 import re
 import stat
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+
+from ._parse.errors import ParseError
+from ._parse.proc_cgroup import parse_proc_cgroup
+from ._parse.proc_pid_stat import parse_proc_stat
+from ._parse.systemctl import parse_list_units, parse_systemctl_show, parse_systemd_time, parse_timespan, timer_entries
 
 SCHEMA = 1
 LOCK_NAME = "quiesce.lock"
@@ -72,18 +78,6 @@ def parse_utc_iso(text: str) -> float:
     return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def parse_proc_stat(text: str) -> Tuple[str, int]:
-    """(state letter, start time in clock ticks since boot) from the text of /proc/<pid>/stat.
-
-    The command name (field 2) is in parentheses and may itself hold spaces and ')', so the
-    fields are counted from the last ')': state is field 3, starttime field 22."""
-    end = text.rfind(")")
-    fields = text[end + 1:].split() if end >= 0 else []
-    if len(fields) < 20 or not fields[19].isdigit():
-        raise QuiesceError("not a /proc/<pid>/stat line: %r" % text[:80])
-    return fields[0], int(fields[19])
-
-
 def process_start(pid: Any, proc_root: str = "/proc") -> Optional[int]:
     """Start time (ticks since boot) of a live process; None when it is gone or a zombie."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
@@ -91,7 +85,7 @@ def process_start(pid: Any, proc_root: str = "/proc") -> Optional[int]:
     try:
         with open(os.path.join(proc_root, str(pid), "stat")) as handle:
             state, start = parse_proc_stat(handle.read())
-    except (OSError, QuiesceError):
+    except (OSError, ParseError):
         return None
     return None if state in ("Z", "X") else start
 
@@ -374,75 +368,6 @@ RUNNING_STATES = ("active", "activating", "reloading")
 # What a Type=oneshot job shows while it runs; `active` + `exited` is a RemainAfterExit unit that is done.
 JOB_RUNNING_STATES = ("activating", "deactivating", "reloading")
 TIMER_STAMP_DIR = "/var/lib/systemd/timers"
-SYSTEMD_TIME = re.compile(r"^(?:[A-Z][a-z]{2} )?(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC$")
-TIMESPAN_PART = re.compile(r"(\d+(?:\.\d+)?)(y|month|w|d|h|min|s|ms|us)")
-TIMESPAN_UNITS = {"y": 31557600.0, "month": 2629800.0, "w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0,
-                  "s": 1.0, "ms": 1e-3, "us": 1e-6}
-TIMER_ENTRY = re.compile(r"^\{ (\w+)=(.*) ; next_elapse=(.*) \}$")
-
-
-def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
-    """Blocks of KEY=value lines, one block per unit, separated by empty lines (systemctl show).
-    A key printed more than once (a timer's TimersCalendar/TimersMonotonic, one line per trigger)
-    keeps every value, one per line."""
-    blocks: List[Dict[str, str]] = []
-    current: Dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if current:
-                blocks.append(current)
-                current = {}
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise QuiesceError("not systemctl show output: %r" % line)
-        current[key] = current[key] + "\n" + value if key in current else value
-    if current:
-        blocks.append(current)
-    return blocks
-
-
-def parse_systemd_time(text: Optional[str]) -> Optional[float]:
-    """A timestamp as systemctl prints it with TZ=UTC ('Thu 2026-11-26 06:00:00 UTC', or '@1795921800'
-    with --timestamp=unix); None for an empty or 'n/a' value."""
-    text = (text or "").strip()
-    if not text or text in ("n/a", "(null)"):
-        return None
-    if text.startswith("@") and text[1:].isdigit():
-        return float(text[1:])
-    match = SYSTEMD_TIME.match(text)
-    if not match:
-        raise QuiesceError("not a systemd UTC timestamp (systemctl runs with TZ=UTC): %r" % text)
-    moment = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")
-    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-def parse_timespan(text: str) -> Optional[float]:
-    """Seconds of a systemd time span as systemctl prints it ('3h 37min 15.390283s', '1d', '0');
-    None for 'infinity'."""
-    text = text.strip()
-    if text == "infinity":
-        return None
-    if text == "0":
-        return 0.0
-    parts = text.split()
-    total = 0.0
-    for part in parts:
-        match = TIMESPAN_PART.fullmatch(part)
-        if not match:
-            raise QuiesceError("not a systemd time span: %r" % text)
-        total += float(match.group(1)) * TIMESPAN_UNITS[match.group(2)]
-    return total
-
-
-def timer_entries(value: Optional[str]) -> List[Tuple[str, str, str]]:
-    """(setting, value, next elapse text) of each '{ OnCalendar=... ; next_elapse=... }' line."""
-    entries = []
-    for line in (value or "").splitlines():
-        match = TIMER_ENTRY.match(line.strip())
-        if match:
-            entries.append((match.group(1), match.group(2), match.group(3)))
-    return entries
 
 
 def timer_facts(block: Mapping[str, str]) -> Dict[str, Any]:
@@ -591,10 +516,13 @@ class SystemdServices:
         rc, out, err = self.run(self.argv("show", units))
         if rc != 0:
             raise QuiesceError("systemctl show failed (exit %d): %s" % (rc, (err or out).strip()))
-        blocks = parse_systemctl_show(out)
-        if len(blocks) != len(units):
-            raise QuiesceError("systemctl show returned %d blocks for %d units" % (len(blocks), len(units)))
-        return [systemd_status(unit, block) for unit, block in zip(units, blocks)]
+        try:
+            blocks = parse_systemctl_show(out)
+            if len(blocks) != len(units):
+                raise QuiesceError("systemctl show returned %d blocks for %d units" % (len(blocks), len(units)))
+            return [systemd_status(unit, block) for unit, block in zip(units, blocks)]
+        except ParseError as error:
+            raise QuiesceError(str(error)) from None
 
     def _act(self, action: str, units: Sequence[str]) -> None:
         if units:
@@ -614,7 +542,7 @@ class SystemdServices:
                                  "--plain", "--full"])
         if rc != 0:
             raise QuiesceError("systemctl list-units --type=timer failed (exit %d): %s" % (rc, (err or out).strip()))
-        names = [line.split()[0] for line in out.splitlines() if line.strip()]
+        names = parse_list_units(out)
         return check_unit_names([name for name in names if name.endswith(".timer")])
 
     def forget_missed_runs(self, timers: Sequence[str]) -> str:
@@ -724,31 +652,6 @@ def physical_disks(disks: Iterable[str], sys_root: str = "/sys") -> List[str]:
 # idle window
 
 
-def parse_diskstats(text: str) -> Dict[str, Dict[str, int]]:
-    """Counters per device name from /proc/diskstats (Documentation/admin-guide/iostats.rst)."""
-    stats: Dict[str, Dict[str, int]] = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < 14 or not all(field.isdigit() for field in fields[3:14]):
-            raise QuiesceError("not a /proc/diskstats line: %r" % line)
-        values = [int(field) for field in fields[3:14]]
-        stats[fields[2]] = {
-            "reads": values[0], "read_sectors": values[2], "writes": values[4], "write_sectors": values[6],
-            "in_flight": values[8], "io_ticks_ms": values[9],
-        }
-    return stats
-
-
-def parse_loadavg(text: str) -> Tuple[float, float, float]:
-    fields = text.split()
-    try:
-        return float(fields[0]), float(fields[1]), float(fields[2])
-    except (IndexError, ValueError):
-        raise QuiesceError("not /proc/loadavg: %r" % text[:80])
-
-
 def idle_sample(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]], seconds: float,
                 devices: Sequence[str], load1: float, cpus: int, thresholds: Mapping[str, float],
                 cpu_busy: Optional[float] = None, busy_jobs: Sequence[str] = ()) -> Dict[str, Any]:
@@ -798,26 +701,6 @@ def idle_sample(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Map
     return sample
 
 
-def parse_cpu_stat(text: str) -> int:
-    """usage_usec of a cgroup v2 cpu.stat (present in every cgroup, with or without the cpu controller)."""
-    for line in text.splitlines():
-        key, _sep, value = line.partition(" ")
-        if key == "usage_usec" and value.strip().isdigit():
-            return int(value)
-    raise QuiesceError("not a cgroup v2 cpu.stat (no usage_usec): %r" % text[:80])
-
-
-def cgroup2_mount(mountinfo: str) -> Optional[str]:
-    """Mount point of the cgroup v2 hierarchy in /proc/self/mountinfo (/sys/fs/cgroup, or
-    /sys/fs/cgroup/unified on a hybrid v1/v2 system), None without one."""
-    for line in mountinfo.splitlines():
-        fields, _sep, tail = line.partition(" - ")
-        parts = fields.split()
-        if tail.split()[:1] == ["cgroup2"] and len(parts) >= 5:
-            return parts[4]
-    return None
-
-
 def own_cpu_counter(container: bool, pid1_cgroup: str, mount: Optional[str],
                     init_scope_procs: str = "1\n") -> Tuple[Optional[str], str]:
     """(path of the cpu.stat that counts this host's own CPU time, or None; why).
@@ -834,10 +717,10 @@ def own_cpu_counter(container: bool, pid1_cgroup: str, mount: Optional[str],
         return None, "not a container: /proc/loadavg is this host's own"
     if mount is None:
         return None, "container without a cgroup v2 hierarchy: no per-host CPU counter"
-    paths = [line.split(":", 2)[2] for line in pid1_cgroup.splitlines() if line.startswith("0::")]
-    if paths != ["/init.scope"]:
+    unified = parse_proc_cgroup(pid1_cgroup).get("")
+    if unified != "/init.scope":
         return None, ("container whose PID 1 is in cgroup %s, not /init.scope of its own cgroup namespace"
-                      % (paths[0] if paths else "(none in v2)"))
+                      % (unified if unified is not None else "(none in v2)"))
     others = [pid for pid in init_scope_procs.split() if pid != "1"]
     if others:
         return None, ("container whose cgroup tree is shared with %d other process(es) outside its PID namespace in "
@@ -847,50 +730,6 @@ def own_cpu_counter(container: bool, pid1_cgroup: str, mount: Optional[str],
 
 # --------------------------------------------------------------------------------------------
 # md arrays
-
-MD_LINE = re.compile(r"^(md[^\s:]*)\s*:\s*(\S+)\s*(.*)$")
-MD_MEMBER = re.compile(r"^([^\s\[\]()]+)\[\d+\](?:\([A-Za-z]\))*$")
-MD_PROGRESS = re.compile(r"\b(resync|recovery|reshape|check|repair)\s*=\s*([0-9.]+)%\s*\((\d+)/(\d+)\)"
-                         r"(?:\s+finish=(\S+))?(?:\s+speed=(\S+))?")
-MD_WAITING = re.compile(r"\b(resync|recovery|reshape|check|repair)\s*=\s*(DELAYED|PENDING)\b")
-
-
-def parse_mdstat(text: str) -> Dict[str, Dict[str, Any]]:
-    """Arrays of /proc/mdstat: state, level, member names, and the sync action in progress
-    (resync, recovery, reshape, check, repair) with its progress, or DELAYED/PENDING ones."""
-    arrays: Dict[str, Dict[str, Any]] = {}
-    current: Optional[Dict[str, Any]] = None
-    recognised = False
-    for line in text.splitlines():
-        if line.startswith("Personalities") or line.startswith("unused devices"):
-            recognised = True
-            current = None
-            continue
-        match = MD_LINE.match(line)
-        if match:
-            recognised = True
-            words = match.group(3).split()
-            members = [MD_MEMBER.match(word).group(1) for word in words if MD_MEMBER.match(word)]
-            levels = [word for word in words if not MD_MEMBER.match(word) and not word.startswith("(")]
-            current = arrays[match.group(1)] = {
-                "state": match.group(2), "level": levels[0] if levels else None, "members": members,
-                "action": None, "progress_percent": None, "finish": None, "speed": None, "waiting": None,
-            }
-            continue
-        if current is None or not line[:1].isspace():
-            continue
-        progress = MD_PROGRESS.search(line)
-        if progress:
-            current.update(action=progress.group(1), progress_percent=float(progress.group(2)),
-                           finish=progress.group(5), speed=progress.group(6))
-            continue
-        waiting = MD_WAITING.search(line)
-        if waiting:
-            current.update(action=waiting.group(1), waiting=waiting.group(2))
-    if text.strip() and not recognised:
-        raise QuiesceError("not /proc/mdstat: %r" % text.strip().splitlines()[0][:80])
-    return arrays
-
 
 def md_activity(arrays: Mapping[str, Mapping[str, Any]], disks_of: Callable[[str], Set[str]],
                 target_disks: Set[str]) -> List[Dict[str, Any]]:
@@ -908,55 +747,6 @@ def md_activity(arrays: Mapping[str, Mapping[str, Any]], disks_of: Callable[[str
             busy.append({"array": name, "action": array["action"], "progress_percent": array.get("progress_percent"),
                          "waiting": array.get("waiting"), "finish": array.get("finish"), "shared_disks": shared})
     return busy
-
-
-# --------------------------------------------------------------------------------------------
-# SMART self-test
-
-
-def _get(document: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
-
-
-def smart_selftest(document: Any) -> Dict[str, Any]:
-    """Whether smartctl's JSON (-j -c -l selftest) says a self-test is running.
-
-    ATA: ata_smart_data.self_test.status.value has 0xF in its high nibble while a test runs (the
-    low nibble is tenths remaining). NVMe: nvme_self_test_log.current_self_test_operation.value
-    is not 0. SCSI (smartctl 7.5+): scsi_self_test_status.in_progress. in_progress is None when
-    the output says nothing about self-tests (no SMART, unsupported device)."""
-    result: Dict[str, Any] = {"in_progress": None, "remaining_percent": None, "protocol": None, "detail": None}
-    ata = _get(document, "ata_smart_data", "self_test", "status")
-    if isinstance(ata, dict) and isinstance(ata.get("value"), int):
-        value = ata["value"]
-        running = (value >> 4) == 0xF
-        remaining = ata.get("remaining_percent")
-        result.update(protocol="ata", in_progress=running, detail=ata.get("string"),
-                      remaining_percent=(remaining if isinstance(remaining, int) else (value & 0xF) * 10) if running else None)
-        return result
-    nvme = _get(document, "nvme_self_test_log")
-    if isinstance(nvme, dict) and isinstance(_get(nvme, "current_self_test_operation", "value"), int):
-        operation = nvme["current_self_test_operation"]
-        running = operation["value"] != 0
-        completion = nvme.get("current_self_test_completion_percent")
-        result.update(protocol="nvme", in_progress=running, detail=operation.get("string"),
-                      remaining_percent=(100 - completion) if running and isinstance(completion, int) else None)
-        return result
-    scsi = _get(document, "scsi_self_test_status")
-    if isinstance(scsi, dict) and isinstance(scsi.get("in_progress"), bool):
-        remaining = scsi.get("remaining_percent")
-        result.update(protocol="scsi", in_progress=scsi["in_progress"], detail=scsi.get("string"),
-                      remaining_percent=remaining if isinstance(remaining, int) else None)
-        return result
-    messages = _get(document, "smartctl", "messages")
-    if isinstance(messages, list):
-        texts = [item.get("string") for item in messages if isinstance(item, dict) and item.get("string")]
-        result["detail"] = "; ".join(texts) or None
-    return result
 
 
 # --------------------------------------------------------------------------------------------

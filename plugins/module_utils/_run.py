@@ -1,21 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The job-runner logic of bench_facts, without Ansible: repeats, sweeps, write cache, cache fence.
+"""The job runner of bench_run (and of bench_facts' deprecated run options), without Ansible imports.
 
-No Ansible imports; bench_facts runs the commands and calls these helpers, pytest reaches them
-directly.
+``run_task(module)`` is the task both modules call: option checks, then ``run_job`` - the ``Job``
+state machine (preflight checks, setup, measured runs or a sweep, cleanup, and the teardown that
+undoes whatever the job changed on every exit path, a cancel included). ``module`` is the
+AnsibleModule (params, check_mode, get_bin_path, run_command, warn); everything else below is
+pure, typed helpers that pytest reaches directly:
 
-- Repeats: ``primary_value`` (the figure the report judges, ``_aggregate.primary_metric``),
+- Repeats: ``primary_value`` (the figure the report judges, ``_metrics.primary_metric``),
   ``needs_more_runs`` (coefficient of variation above ``max_cv``), ``select_median`` (the REAL
   run whose figure is the median, the lower-middle one for an even count) and
   ``add_repeat_fields``.
 - Sweeps (ZCAV): ``sweep_result`` turns the dd read of every offset into one partial record.
-- Device counters: ``bypass_reason`` is ``_aggregate.cache_bypass`` with a configurable fraction.
-- Volatile write cache: ``write_cache_transport`` (ata, scsi or nvme from /sys), the command table
-  ``write_cache_commands`` (hdparm, sdparm, nvme-cli) and the parsers of their output.
-- Cache fence: ``cgroup_version``, ``parse_proc_cgroup``, ``fence_layout`` and ``CacheFence``, a
-  memory cgroup whose limit bounds the page cache the commands inside it can use.
+- Device counters: ``bypass_reason`` is ``_metrics.cache_bypass`` with a configurable fraction.
+- Volatile write cache: ``write_cache_transport`` (ata, scsi or nvme from /sys) and the command table
+  ``write_cache_commands`` (hdparm, sdparm, nvme-cli); their output is parsed by _parse/write_cache.py.
+- Cache fence: ``cgroup_version``, ``fence_layout`` (of /proc/self/cgroup, parsed by _parse/proc_cgroup.py) and
+  ``CacheFence``, a memory cgroup whose limit bounds the page cache the commands inside it can use.
 - ``remove_tree``: removes a directory the module created without following symlinks or crossing
   into other filesystems.
 - Out of space: ``out_of_space_advice`` explains an ENOSPC during a run (``ENOSPC_TEXT`` in a tool's error).
@@ -23,15 +26,39 @@ directly.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import datetime
 import errno
 import os
+import pwd
 import re
+import secrets
+import shlex
+import signal
+import socket
 import stat
+import tempfile
 import time
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ._aggregate import CACHE_BYPASS_MIN_FRACTION, cache_bypass, coefficient_of_variation, primary_metric
-from ._parse.records import empty_metrics
+from ._metrics import CACHE_BYPASS_MIN_FRACTION, cache_bypass, coefficient_of_variation, primary_metric
+from ._parse.records import (
+    apply_exit_code,
+    empty_metrics,
+    join_output,
+    make_record,
+    sha256_hex,
+    tool_errors,
+    version_from_banner,
+)
+from ._parse.errors import ParseError
+from ._parse.proc_cgroup import parse_proc_cgroup
+from ._parse.write_cache import TRANSPORT_ATA, TRANSPORT_NVME, TRANSPORT_SCSI, parse_write_cache
+from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _identity, _paths
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
+from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _quiesce, _state_dir, _steady
 
 SYS_ROOT = "/sys"
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -115,44 +142,10 @@ def select_repeats(runs: Sequence[Sequence[Dict[str, Any]]],
 # device counters
 # ---------------------------------------------------------------------------------------------
 
-def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def bypass_reason(record: Mapping[str, Any], min_fraction: float = CACHE_BYPASS_MIN_FRACTION) -> Optional[str]:
-    """Why the device counters do not prove the tool's bytes reached the disk, or None.
-
-    At the report's own fraction (0.95) this is exactly ``_aggregate.cache_bypass``; another
-    fraction applies the same rule (a write-only record's written bytes, a read-only record's read
-    bytes, both summed for a mixed record, compared with ``bytes``) with that fraction.
-    """
-    if abs(min_fraction - CACHE_BYPASS_MIN_FRACTION) < 1e-12:
-        return cache_bypass(record)[0]
-    return device_shortfall(record, min_fraction)
-
-
-def device_shortfall(record: Mapping[str, Any], min_fraction: float) -> Optional[str]:
-    """The rule of ``_aggregate.cache_bypass`` with any fraction (the reason, or None)."""
-    moved = _number(record.get("bytes"))
-    metrics = record.get("metrics") if isinstance(record.get("metrics"), Mapping) else {}
-    reads = any(_number(metrics.get(key)) is not None for key in ("read_bytes_per_s", "read_iops"))
-    writes = any(_number(metrics.get(key)) is not None for key in ("write_bytes_per_s", "write_iops"))
-    device_io = record.get("device_io")
-    if moved is None or moved <= 0 or not (reads or writes) or not isinstance(device_io, Mapping):
-        return None
-    read_bytes, write_bytes = _number(device_io.get("read_bytes")), _number(device_io.get("write_bytes"))
-    if reads and writes:
-        seen, what = (None if read_bytes is None or write_bytes is None else read_bytes + write_bytes), "read and wrote"
-    elif writes:
-        seen, what = write_bytes, "wrote"
-    else:
-        seen, what = read_bytes, "read"
-    if seen is None or seen >= min_fraction * moved:
-        return None
-    return ("cache bypass not proven: the device %s %d of the %d bytes the tool moved (%.1f%%, < %s%%)"
-            % (what, seen, moved, 100.0 * seen / moved, "%g" % (min_fraction * 100)))
+    """Why the device counters do not prove the tool's bytes reached the disk, or None: the report's
+    rule (``_metrics.cache_bypass``) at the job's ``min_device_fraction``."""
+    return cache_bypass(record, min_fraction)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,10 +202,6 @@ def sweep_result(steps: Sequence[SweepStep], tool_version: Optional[str] = None)
 # ---------------------------------------------------------------------------------------------
 # volatile write cache
 # ---------------------------------------------------------------------------------------------
-
-TRANSPORT_ATA = "ata"
-TRANSPORT_SCSI = "scsi"
-TRANSPORT_NVME = "nvme"
 
 # Whole-disk names that never have a volatile write cache control of their own.
 _NO_CONTROL = (
@@ -287,83 +276,6 @@ def write_cache_commands(transport: str, device: str) -> WriteCacheCommands:
     raise ValueError("unknown transport %r" % transport)
 
 
-class WriteCacheState(NamedTuple):
-    """A write cache reading: enabled, and whether the setting can be changed (None: not said)."""
-
-    enabled: bool
-    changeable: Optional[bool] = None
-
-
-_HDPARM = re.compile(r"^\s*write-caching\s*=\s*(\d+)\s*\((on|off)\)\s*$")
-_HDPARM_UNSUPPORTED = re.compile(r"^\s*write-caching\s*=\s*not supported")
-_SDPARM = re.compile(r"^\s*WCE\s+(\d+)(?:\s+\[(?P<flags>[^\]]*)\])?\s*$")
-_SDPARM_CHANGEABLE = re.compile(r"cha:\s*([yn])")
-_NVME = re.compile(r"^\s*get-feature:\s*(?:0x)?0*6\b.*Current value:\s*(?:0x)?([0-9a-fA-F]+)\s*$")
-
-
-def _lines(text: str) -> List[str]:
-    return [line for line in text.splitlines() if line.strip()]
-
-
-def _offending(text: str) -> str:
-    lines = _lines(text)
-    return repr(lines[-1].strip()) if lines else "(no output)"
-
-
-def parse_hdparm_write_cache(text: str) -> WriteCacheState:
-    """``hdparm -W /dev/X`` (and -W0/-W1, which print the new reading last): the last
-    ``write-caching =  N (on|off)`` line. ``not supported`` and anything else: RunError."""
-    found = None
-    for line in _lines(text):
-        if _HDPARM_UNSUPPORTED.match(line):
-            raise RunError("hdparm says write-caching is not supported")
-        match = _HDPARM.match(line)
-        if match:
-            value, word = int(match.group(1)), match.group(2)
-            if (value != 0) != (word == "on"):
-                raise RunError("hdparm write-caching line contradicts itself: %r" % line.strip())
-            found = WriteCacheState(enabled=value != 0)
-    if found is None:
-        raise RunError("expected a 'write-caching = N (on|off)' line from hdparm -W, last line %s" % _offending(text))
-    return found
-
-
-def parse_sdparm_wce(text: str) -> WriteCacheState:
-    """``sdparm --get=WCE /dev/X``: the ``WCE  <current>  [cha: y|n, def: .., sav: ..]`` line
-    (older sdparm prints only the value). ``cha: n`` means the setting cannot be changed."""
-    for line in _lines(text):
-        match = _SDPARM.match(line)
-        if match:
-            flags = match.group("flags") or ""
-            changeable = _SDPARM_CHANGEABLE.search(flags)
-            return WriteCacheState(enabled=int(match.group(1)) != 0,
-                                   changeable=None if changeable is None else changeable.group(1) == "y")
-    raise RunError("expected a 'WCE <value>' line from sdparm --get=WCE, last line %s" % _offending(text))
-
-
-def parse_nvme_volatile_write_cache(text: str) -> WriteCacheState:
-    """``nvme get-feature /dev/X -f 6``: ``get-feature:0x06 (Volatile Write Cache), Current
-    value:0x00000001`` (nvme-cli prints 0 as ``00000000``, older versions ``0x6`` and 6 digits);
-    bit 0 is WCE."""
-    for line in _lines(text):
-        match = _NVME.match(line)
-        if match:
-            return WriteCacheState(enabled=bool(int(match.group(1), 16) & 1))
-    raise RunError("expected 'get-feature:0x06 (Volatile Write Cache), Current value:...' from nvme get-feature, "
-                   "last line %s" % _offending(text))
-
-
-WRITE_CACHE_PARSERS: Dict[str, Callable[[str], WriteCacheState]] = {
-    TRANSPORT_ATA: parse_hdparm_write_cache,
-    TRANSPORT_SCSI: parse_sdparm_wce,
-    TRANSPORT_NVME: parse_nvme_volatile_write_cache,
-}
-
-
-def parse_write_cache(transport: str, text: str) -> WriteCacheState:
-    return WRITE_CACHE_PARSERS[transport](text)
-
-
 # ---------------------------------------------------------------------------------------------
 # cache fence (memory cgroup)
 # ---------------------------------------------------------------------------------------------
@@ -376,22 +288,6 @@ def cgroup_version(cgroup_root: str = CGROUP_ROOT) -> Optional[int]:
     if os.path.isfile(os.path.join(cgroup_root, "memory", "memory.limit_in_bytes")):
         return 1
     return None
-
-
-def parse_proc_cgroup(text: str) -> Dict[str, str]:
-    """{controller: path} from /proc/<pid>/cgroup; the v2 (unified) entry is under ""."""
-    found: Dict[str, str] = {}
-    for line in text.splitlines():
-        parts = line.strip().split(":", 2)
-        if len(parts) != 3:
-            continue
-        _hierarchy, controllers, path = parts
-        if not controllers:
-            found[""] = path
-            continue
-        for controller in controllers.split(","):
-            found[controller] = path
-    return found
 
 
 def memory_controller_enabled(subtree_control: str) -> bool:
@@ -441,7 +337,8 @@ def fence_layout(version: int, own: Mapping[str, str], name: str, cgroup_root: s
     raise RunError("unknown cgroup version %r" % (version,))
 
 
-def plan_fence(pid: int, token: str, cgroup_root: str = CGROUP_ROOT, proc_cgroup: str = PROC_SELF_CGROUP) -> FenceLayout:
+def plan_fence(pid: int, token: str, cgroup_root: str = CGROUP_ROOT,
+               proc_cgroup: str = PROC_SELF_CGROUP) -> FenceLayout:
     """The fence layout for this machine, or RunError saying what is missing."""
     version = cgroup_version(cgroup_root)
     if version is None:
@@ -735,5 +632,961 @@ def existing_evidence(directory: str, test: str) -> List[str]:
 
 def last_line(text: str) -> str:
     """The last non-empty line, stripped; '(no output)' when there is none."""
-    lines = _lines(text)
+    lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else "(no output)"
+
+
+# ---------------------------------------------------------------------------------------------
+# the task: options, then the Job
+# ---------------------------------------------------------------------------------------------
+
+LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
+
+# The options of a run; bench_run's and (deprecated) bench_facts' argument specs both use them.
+_RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
+    argv=dict(type="list", elements="str"),
+    sweep=dict(type="list", elements="dict", options=dict(
+        offset_bytes=dict(type="int", required=True),
+        argv=dict(type="list", elements="str", required=True),
+    )),
+    creates=dict(type="path"),
+    drop_caches=dict(type="bool", default=False),
+    device_io=dict(type="bool"),
+    repeats=dict(type="int", default=1),
+    max_repeats=dict(type="int"),
+    max_cv=dict(type="float", default=0.05),
+    min_device_fraction=dict(type="float", default=0.95),
+    setup=dict(type="list", elements="raw"),
+    cleanup=dict(type="list", elements="raw"),
+    chdir=dict(type="path"),
+    workdir=dict(type="path"),
+    workdir_owner=dict(type="str"),
+    job_file=dict(type="str"),
+    cache_fence_bytes=dict(type="int"),
+    write_cache=dict(type="str", default="unchanged", choices=["unchanged", "off"]),
+    state_dir=dict(type="path"),
+    lock_run_id=dict(type="str"),
+    keep_raw=dict(type="path"),
+    remove_on_cancel=dict(type="list", elements="path"),
+    run_dir=dict(type="dict", options=dict(
+        path=dict(type="path", required=True),
+        resolved=dict(type="path"),
+        device=dict(type="int", required=True),
+        inode=dict(type="int", required=True),
+    )),
+)
+# Options that need another one (AnsibleModule required_by).
+RUN_REQUIRED_BY = {"creates": "argv", "job_file": "argv", "workdir_owner": "workdir", "lock_run_id": "state_dir"}
+
+
+def run_options() -> Dict[str, Dict[str, Any]]:
+    """A fresh copy of the run options' argument spec (a module may change the spec it is given)."""
+    return copy.deepcopy(_RUN_OPTIONS)
+
+
+def run_task(module: Any) -> Dict[str, Any]:
+    """The task of bench_run (and of bench_facts with argv or sweep): option checks, then the job; in check
+    mode nothing is run. TaskFailed on any failure, after everything the job changed was undone."""
+    params = module.params
+    normalize_command_lists(params)
+    check_run_options(params)
+    target = complete_target(params["target"])
+    if module.check_mode:
+        first = params["argv"][0] if params["argv"] is not None else params["sweep"][0]["argv"][0]
+        return dict(changed=False, created=[], ansible_facts={"diskproof_results": []},
+                    msg="check mode: %s not run" % first)
+    return run_job(module, target)
+
+
+class Interrupted(Exception):
+    """SIGTERM, SIGINT or SIGHUP while running: the tool's process group is killed, then the teardown runs."""
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def drop_caches() -> None:
+    try:
+        _blockdev.drop_caches()
+    except OSError as error:
+        raise TaskFailed("drop_caches=true but the page cache cannot be dropped (%s: %s); run with become: true "
+                         "on a host where /proc/sys is writable" % (_blockdev.DROP_CACHES, error))
+
+
+# How each tool prints its version (bonnie++ has no such option: its CSV carries the version).
+VERSION_ARGS = {"ioping": ["-v"], "bonnie": None}
+
+
+def ask_version(module: Any, binary: str, tool: str) -> Optional[str]:
+    args = VERSION_ARGS.get(tool, ["--version"])
+    if args is None:
+        return None
+    rc, stdout, stderr = module.run_command([binary] + args, environ_update=LOCALE_C, expand_user_and_vars=False)
+    return version_from_banner(stdout or stderr) if rc == 0 else None
+
+
+class Job:
+    """One argv or sweep task: checks, setup, measured runs, cleanup, and undoing everything it
+    changed (fence, write cache, work directory, job file) whatever happened."""
+
+    def __init__(self, module: Any, target: Dict[str, Any]) -> None:
+        self.module = module
+        self.params = module.params
+        self.target = target
+        self.device = target.get("device")
+        self.sweep = self.params["sweep"]
+        self.argv = self.params["argv"] if self.sweep is None else self.sweep[0]["argv"]
+        self.tool = "dd" if self.sweep is not None else tool_name(module.params, self.argv)
+        self.test = self.params["test"] or self.tool
+        self.repeats = self.params["repeats"]
+        self.max_repeats = self.params["max_repeats"] if self.params["max_repeats"] is not None else self.repeats
+        self.cwd = self.params["chdir"]
+        self.records = []
+        self.created = []
+        self.raw_files = []
+        self.record_warnings = []   # cleanup findings: added to every record
+        self.problems = []          # what could not be undone: fails the task
+        self.binaries = {}
+        self.version = None
+        self.version_known = False
+        self.started_anything = False
+        self.workdir_identity = None
+        self.verified_runs = 0      # tool runs the run-directory check let through (creates= may exist after one)
+        self.job_path = None
+        self.fence = None
+        self.fence_layout = None
+        self.write_cache_plan = None
+        self.write_cache = None
+        self.write_cache_touched = False
+        self.last_command = None
+        self.last_rc = None
+        self.succeeded = False      # set by run_job before the teardown: the job ran and no tool failed
+        self.partial_removed = None
+        # The module's stdout when it is the pipe to sshd: its reader gone means the controller went away.
+        self.controller_pipe = _proc.hangup_watch()
+        self.tearing_down = False   # the teardown's own commands are never cut short
+
+    # ------------------------------------------------------------------ checks (nothing changed yet)
+
+    def resolve(self, argv, what):
+        if not argv:
+            raise TaskFailed("%s is an empty command: give each command as a non-empty list of arguments" % what)
+        binary = self.module.get_bin_path(argv[0])
+        if binary is None:
+            raise TaskFailed("%s: %s not found in PATH (or not executable); install it or give its full path"
+                             % (what, argv[0]))
+        self.binaries[argv[0]] = binary
+        return binary
+
+    def preflight(self):
+        params = self.params
+        if self.sweep is not None:
+            for number, step in enumerate(self.sweep, 1):
+                self.resolve(step["argv"], "sweep step %d" % number)
+        else:
+            self.resolve(self.argv, "argv")
+        for kind in ("setup", "cleanup"):
+            for number, argv in enumerate(params[kind] or [], 1):
+                self.resolve(argv, "%s command %d" % (kind, number))
+        self.check_run_dir()
+        creates = params["creates"]
+        if creates and os.path.lexists(creates):
+            raise TaskFailed("creates=%s exists already: refusing to run over a file this run did not create "
+                             "(remove the leftover test file first)" % creates, created=[])
+        if params["keep_raw"] is not None:
+            if not os.path.isdir(params["keep_raw"]):
+                raise TaskFailed("keep_raw=%s is not an existing directory: create it first" % params["keep_raw"])
+            existing = existing_evidence(params["keep_raw"], self.test)
+            if existing:
+                raise TaskFailed("keep_raw=%s already holds output of test %s (%s): give each target and run its own "
+                                 "directory, or move those files away" % (params["keep_raw"], self.test,
+                                                                          ", ".join(existing[:3])))
+        workdir = params["workdir"]
+        if workdir is not None:
+            if os.path.lexists(workdir):
+                raise TaskFailed("workdir=%s exists already: not created by this run, and the module removes its "
+                                 "workdir at the end; remove it or name a directory that does not exist" % workdir)
+            parent = os.path.dirname(os.path.abspath(workdir))
+            if not os.path.isdir(parent):
+                raise TaskFailed("workdir=%s: its parent %s is not an existing directory; create the parent first"
+                                 % (workdir, parent))
+            if params["workdir_owner"] is not None:
+                try:
+                    pwd.getpwnam(params["workdir_owner"])
+                except KeyError:
+                    raise TaskFailed("workdir_owner=%s is not a user on this host" % params["workdir_owner"])
+        if self.cwd is not None and not self.inside_workdir(self.cwd) and not os.path.isdir(self.cwd):
+            raise TaskFailed("chdir=%s is not an existing directory: create it first (or make it the workdir)"
+                             % self.cwd)
+        if params["write_cache"] == "off":
+            self.plan_write_cache()
+        if params["cache_fence_bytes"] is not None:
+            try:
+                self.fence_layout = plan_fence(os.getpid(), secrets.token_hex(4))
+            except RunError as error:
+                raise TaskFailed("cache_fence_bytes needs a memory cgroup: %s" % error)
+        self.renew_lease()
+
+    def inside_workdir(self, path):
+        workdir = self.params["workdir"]
+        if workdir is None:
+            return False
+        workdir = os.path.abspath(workdir)
+        path = os.path.abspath(path)
+        return path == workdir or path.startswith(workdir + os.sep)
+
+    def plan_write_cache(self):
+        if not self.device:
+            raise TaskFailed("write_cache=off needs the whole disk in target.device (for example sdb or nvme0n1); "
+                             "it is unknown for target.path %r" % self.target.get("path"))
+        transport, why = write_cache_transport(self.device)
+        if transport is None:
+            raise TaskFailed("write_cache=off: %s has no volatile write cache control (%s); run without write_cache "
+                             "on this target" % (self.device, why))
+        commands = write_cache_commands(transport, self.device)
+        binary = self.module.get_bin_path(commands.tool)
+        if binary is None:
+            raise TaskFailed("write_cache=off: %s (%s) needs %s, which is not installed; install it (package %s)"
+                             % (self.device, why, commands.tool,
+                                "nvme-cli" if commands.tool == "nvme" else commands.tool))
+        self.binaries[commands.tool] = binary
+        self.write_cache_plan = (transport, commands)
+
+    # ------------------------------------------------------------------ running commands
+
+    def run(self, argv):
+        """(rc, stdout bytes, stderr bytes) of argv, in chdir, LC_ALL=C, no shell."""
+        binary = self.binaries.get(argv[0]) or self.module.get_bin_path(argv[0]) or argv[0]
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            # say which option is wrong (Popen would only name the missing directory)
+            raise RunError("cannot run %s: chdir=%s is not a directory" % (shlex.join(argv), self.cwd))
+        watch = [] if self.tearing_down else self.controller_pipe
+        if _proc.hung_up(watch):
+            raise _proc.ControllerGone("the controller went away before %s started" % shlex.join(argv))
+        self.started_anything = True
+        try:
+            # Its own process group, killed and reaped on a signal or when the controller goes away (_proc.py).
+            done = _proc.run(argv, executable=binary, cwd=self.cwd, env=dict(os.environ, **LOCALE_C), watch=watch)
+        except OSError as error:
+            raise RunError("cannot run %s: %s" % (shlex.join(argv), error))
+        if done.strays:
+            self.warn("%s left %d process(es) running after it exited: killed" % (shlex.join(argv), done.strays))
+        return done.rc, done.stdout, done.stderr
+
+    def keep(self, kind, number, data):
+        if self.params["keep_raw"] is None:
+            return
+        path = os.path.join(self.params["keep_raw"], evidence_name(self.test, kind, number))
+        try:
+            with open(path, "xb") as handle:
+                handle.write(data)
+        except OSError as error:
+            self.warn("keep_raw: cannot write %s: %s" % (path, error))
+            return
+        self.raw_files.append(path)
+
+    def warn(self, message):
+        self.module.warn(message)
+        self.record_warnings.append(message)
+
+    def run_aux(self, kind, number, argv):
+        """A setup or cleanup command: (rc, message when it failed)."""
+        try:
+            rc, stdout, stderr = self.run(argv)
+        except RunError as error:
+            return None, "%s command %d: %s" % (kind, number, error)
+        self.keep(kind, number, join_output(stdout, stderr))
+        if rc == 0:
+            return rc, None
+        words = last_line(stderr.decode("utf-8", "replace")) if stderr.strip() else \
+            last_line(stdout.decode("utf-8", "replace"))
+        return rc, "%s command %d failed (exit code %s): %s; command: %s" % (kind, number, rc, words, shlex.join(argv))
+
+    # ------------------------------------------------------------------ the job
+
+    def execute(self):
+        self.hold_and_verify_raw_grant()
+        if self.params["workdir"] is not None:
+            self.make_workdir()
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            raise TaskFailed("chdir=%s is not an existing directory: create it first (or make it the workdir)"
+                             % self.cwd)
+        measured = self.argv
+        if self.params["job_file"] is not None:
+            measured = self.argv + [self.write_job_file()]
+        if self.write_cache_plan is not None:
+            self.switch_write_cache_off()
+        if self.fence_layout is not None:
+            self.enter_fence()
+        for number, argv in enumerate(self.params["setup"] or [], 1):
+            self.check_run_dir()
+            rc, message = self.run_aux("setup", number, argv)
+            if message:
+                raise TaskFailed(message)
+        if self.sweep is not None:
+            self.run_sweep()
+        else:
+            self.run_repeats(measured)
+
+    # ------------------------------------------------------------------ raw grants (module_utils/_identity.py)
+
+    device_hold = None   # O_EXCL descriptor of the device for the whole raw_write job
+
+    def hold_and_verify_raw_grant(self):
+        """A raw job runs only on the disk discover granted: its identity read again now and, for raw_write,
+        the disk still unused and held with O_EXCL until the teardown (a mount of it then fails with EBUSY;
+        dd and fio open it without O_EXCL and still run)."""
+        grant = self.target.get("grant") if self.target.get("kind") == "raw" else None
+        if grant is None:
+            return
+        try:
+            grant = _identity.check_grant(grant)
+        except _identity.IdentityError as error:
+            raise TaskFailed("raw job refused before anything ran: %s" % error)
+        writes = grant.get("class") == "raw_write"
+        exclusive_error = None
+        if writes:
+            try:
+                self.device_hold = os.open(self.target.get("device_path") or self.target["path"],
+                                           os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+            except OSError as error:
+                exclusive_error = "%s: %s" % (errno.errorcode.get(error.errno, error.errno), error.strerror)
+        observed = dict((disk.get("name"), _identity.observe(disk.get("name"))) for disk in grant["disks"])
+        mountinfo, signatures, signature_errors = None, {}, {}
+        if writes:
+            try:
+                with open("/proc/self/mountinfo", "r", encoding="utf-8", errors="surrogateescape") as handle:
+                    mountinfo = handle.read()
+            except OSError:
+                mountinfo = None
+            wipefs = self.module.get_bin_path("wipefs")
+            for name, seen in observed.items():
+                if not seen.get("present"):
+                    continue
+                if wipefs is None:
+                    signature_errors[name] = "wipefs is not installed"
+                    continue
+                # The probe discover made (wipefs -n: no-act, reads only).
+                rc, out, err = self.module.run_command([wipefs, "-n", "-J", "/dev/" + name],
+                                                       environ_update={"LANG": "C", "LC_ALL": "C"})
+                signatures[name], signature_errors[name] = wipefs_result(rc, out, err)
+        problems = _identity.verify_grant(grant, observed, mountinfo, signatures, signature_errors, exclusive_error)
+        if problems:
+            raise TaskFailed(_identity.refusal_message(grant, problems))
+
+    def release_device_hold(self):
+        if self.device_hold is not None:
+            os.close(self.device_hold)
+            self.device_hold = None
+
+    def make_workdir(self):
+        path = self.params["workdir"]
+        # Directly inside the run directory: made relative to its verified descriptor, never by path.
+        run_fd = self.open_run_dir() if self.in_run_dir(path) else None
+        name = os.path.basename(os.path.normpath(path))
+        where = {} if run_fd is None else {"dir_fd": run_fd}
+        try:
+            try:
+                os.mkdir(name if where else path, 0o700, **where)
+                info = os.stat(name if where else path, follow_symlinks=False, **where)
+                self.workdir_identity = (info.st_dev, info.st_ino)
+            except OSError as error:
+                raise TaskFailed("cannot create workdir=%s: %s" % (path, error))
+            owner = self.params["workdir_owner"]
+            if owner is not None:
+                user = pwd.getpwnam(owner)
+                try:
+                    os.chown(name if where else path, user.pw_uid, user.pw_gid, follow_symlinks=False, **where)
+                except OSError as error:
+                    raise TaskFailed("cannot give workdir=%s to %s: %s; run with become: true" % (path, owner, error))
+        finally:
+            if run_fd is not None:
+                os.close(run_fd)
+
+    # ------------------------------------------------------------------ the run directory (bench_plan's identity)
+
+    def in_run_dir(self, path):
+        """Whether path names an entry directly inside O(run_dir) (as the jobs name it)."""
+        run_dir = self.params["run_dir"]
+        return bool(run_dir and path) and \
+            os.path.dirname(os.path.normpath(path)) == os.path.normpath(run_dir["path"])
+
+    def open_run_dir(self):
+        """A descriptor of the run directory while it is still the one bench_plan created (walked from / with
+        O_NOFOLLOW, same device and inode, root's, not writable by others) and its path as the tools open it
+        leads there too; None without run_dir; TaskFailed naming the swap otherwise."""
+        run_dir = self.params["run_dir"]
+        if run_dir is None:
+            return None
+        expected = (run_dir["device"], run_dir["inode"])
+        try:
+            fd = _paths.verify_directory(run_dir["resolved"] or run_dir["path"], expected, _paths.trusted_uids())
+        except _paths.PathError as error:
+            raise TaskFailed(str(error))
+        problem = _paths.same_identity(run_dir["path"], expected)
+        if problem:
+            os.close(fd)
+            raise TaskFailed("the run directory %s was swapped after the plan created it: %s; refusing to run a tool "
+                             "that would write through it - find out who replaced it, remove it and run again"
+                             % (run_dir["path"], problem))
+        return fd
+
+    def check_run_dir(self):
+        """Right before a tool runs: the run directory is still ours, and creates= is not something we did not
+        make (a file or symlink put there before the first run; anything but a regular file later)."""
+        run_fd = self.open_run_dir()
+        if run_fd is None:
+            return
+        try:
+            creates = self.params["creates"]
+            if creates and self.in_run_dir(creates):
+                try:
+                    info = os.stat(os.path.basename(creates), dir_fd=run_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    info = None
+                if info is not None and (not self.verified_runs or not stat.S_ISREG(info.st_mode)):
+                    raise TaskFailed("creates=%s exists already (%s) in the run directory: not made by this run; "
+                                     "refusing to run a tool that would write through it - remove it and run again"
+                                     % (creates, "a symlink" if stat.S_ISLNK(info.st_mode) else
+                                        "mode %o" % info.st_mode))
+        finally:
+            os.close(run_fd)
+
+    def write_job_file(self):
+        text = self.params["job_file"]
+        handle, path = tempfile.mkstemp(prefix="diskproof-", suffix=".fio")
+        self.job_path = path
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        if self.params["keep_raw"] is not None:
+            self.keep("fio", None, text.encode("utf-8", "surrogateescape"))
+        check = [self.argv[0], "--parse-only", path]
+        try:
+            rc, stdout, stderr = self.run(check)
+        except RunError as error:
+            raise TaskFailed("job_file: %s" % error)
+        if rc != 0:
+            output = join_output(stdout, stderr).decode("utf-8", "replace").replace(path, "<job_file>")
+            lines = [line.strip() for line in output.splitlines() if line.strip()]
+            raise TaskFailed("job_file rejected by %s --parse-only (exit code %s): %s; fix the job file"
+                             % (self.argv[0], rc, " | ".join(lines[-8:]) or "(no output)"))
+        return path
+
+    def read_write_cache(self, commands):
+        """The disk's write cache as the tool reads it; RunError when it cannot be read."""
+        transport = self.write_cache_plan[0]
+        rc, stdout, stderr = self.run(commands.get)
+        text = join_output(stdout, stderr).decode("utf-8", "replace")
+        if rc != 0:
+            raise RunError("%s failed (exit code %s): %s" % (shlex.join(commands.get), rc, last_line(text)))
+        try:
+            return parse_write_cache(transport, text)
+        except ParseError as error:
+            raise RunError("%s: %s" % (shlex.join(commands.get), error))
+
+    def switch_write_cache_off(self):
+        transport, commands = self.write_cache_plan
+        try:
+            before = self.read_write_cache(commands)
+        except RunError as error:
+            raise TaskFailed("write_cache=off: cannot read the write cache of %s: %s" % (self.device, error))
+        if before.changeable is False and before.enabled:
+            raise TaskFailed("write_cache=off: the write cache of %s cannot be changed (sdparm reports cha: n); run "
+                             "without write_cache on this disk" % self.device)
+        # On disk before the first toggle; an original recorded earlier (a step killed with the cache off) is kept.
+        recorded = self.remember_write_cache(transport, commands.tool, before.enabled)
+        original = recorded["enabled"]
+        self.write_cache = {"before": original, "during": None, "restored": False, "method": commands.tool}
+        if original != before.enabled:
+            self.warn("the write cache of %s was %s when this step started; its original setting, %s, was recorded by "
+                      "run %s at %s and never restored (a killed step): this step restores %s at the end"
+                      % (self.device, "on" if before.enabled else "off", "on" if original else "off",
+                         recorded.get("run_id"), recorded.get("recorded"), "on" if original else "off"))
+        # switched back at the end whenever the original or the current setting is on
+        self.write_cache_touched = original or before.enabled
+        if before.enabled:
+            try:
+                rc, stdout, stderr = self.run(commands.off)
+            except RunError as error:
+                raise TaskFailed("write_cache=off: %s" % error)
+            if rc != 0:
+                raise TaskFailed("write_cache=off: %s failed (exit code %s): %s" % (
+                    shlex.join(commands.off), rc, last_line(join_output(stdout, stderr).decode("utf-8", "replace"))))
+        try:
+            during = self.read_write_cache(commands)
+        except RunError as error:
+            raise TaskFailed("write_cache=off: cannot read back the write cache of %s: %s" % (self.device, error))
+        self.write_cache["during"] = during.enabled
+        if during.enabled:
+            raise TaskFailed("write_cache=off: %s still reports the write cache of %s on after %s; the disk refuses "
+                             "the change: run without write_cache on this disk"
+                             % (commands.tool, self.device, shlex.join(commands.off)))
+
+    def enter_fence(self):
+        # A module SIGKILLed inside its fence (OOM, kill -9) could not remove it: the next fenced job does.
+        removed, problems = remove_stale_fences(self.fence_layout.home, pid_alive)
+        if removed:
+            self.warn("removed %d cache fence cgroup(s) left by a module that was killed: %s"
+                      % (len(removed), ", ".join(removed)))
+        for problem in problems:
+            self.warn(problem)
+        self.fence = CacheFence(self.fence_layout, self.params["cache_fence_bytes"], os.getpid())
+        try:
+            self.fence.create()
+            self.fence.enter()
+        except OSError as error:
+            raise TaskFailed("cache_fence_bytes: cannot set up the memory cgroup %s: %s; %s"
+                             % (self.fence_layout.path, error, fence_setup_advice(error.errno)))
+
+    # ------------------------------------------------------------------ measured runs
+
+    def version_of(self, binary, tool, results):
+        if any(result["tool_version"] for result in results):
+            return None
+        if not self.version_known:
+            self.version = ask_version(self.module, binary, tool)
+            self.version_known = True
+        return self.version
+
+    def run_measured(self, argv, number, tool=None, direction=None, measure=True):
+        """Run argv once (after a cache drop when asked) and parse it: (tool, records, rc, raw)."""
+        if self.params["drop_caches"] and measure:
+            drop_caches()
+        self.check_run_dir()
+        self.verified_runs += 1
+        want_io = self.params["device_io"] is not False and measure
+        before = _blockdev.read_stat(self.device) if want_io else None
+        started = utc_now()
+        try:
+            rc, stdout, stderr = self.run(argv)
+        except RunError as error:
+            raise TaskFailed(str(error))
+        finished = utc_now()
+        after = _blockdev.read_stat(self.device) if want_io else None
+        raw = join_output(stdout, stderr)
+        self.keep("run", number, raw)
+        self.last_command, self.last_rc = argv, rc
+        text = raw.decode("utf-8", "replace")
+        tool, results = parse_results(self.params, text, argv, rc, tool=tool, direction=direction)
+        version = self.version_of(self.binaries.get(argv[0], argv[0]), tool, results)
+        device_io = _blockdev.stat_delta_bytes(before, after)
+        records = []
+        for result in results:
+            record = make_record(result, test=self.params["test"], target=self.target, params=self.params["params"],
+                                 started=started, finished=finished, command=argv, exit_code=rc,
+                                 raw_sha256=sha256_hex(raw), device_io=device_io, tool_version=version)
+            if result.get("steadystate") is not None:
+                _steady.apply(record, result["steadystate"])   # the window's means become the figures
+            if want_io and device_io is None:
+                record["warnings"].append("device_io unknown: no block device for target.path %r"
+                                          % self.target.get("path"))
+            records.append(record)
+        apply_exit_code(records, rc, text)
+        return tool, records, rc, raw
+
+    def check_bypass(self, records, label):
+        """min_device_fraction: a warning (record and task) for each record the counters do not back."""
+        notes = []
+        for record in records:
+            reason = None
+            if not record["error"]:
+                reason = bypass_reason(record, self.params["min_device_fraction"])
+            if reason:
+                record["warnings"].append(reason)
+                self.module.warn("%s%s" % (label, reason))
+            notes.append(reason)
+        return notes
+
+    def run_repeats(self, argv):
+        runs, notes, failed = [], [], None
+        number = 0
+        tool = None
+        while True:
+            number += 1
+            tool, records, rc, _raw = self.run_measured(argv, number)
+            self.tool = tool
+            label = "run %d: " % number if self.max_repeats > 1 else ""
+            if tool_errors(records, rc):
+                failed = records
+                break
+            if runs and len(records) != len(runs[0]):
+                raise TaskFailed("run %d printed %d records, run 1 printed %d: repeats cannot pair them; command: %s"
+                                 % (number, len(records), len(runs[0]), shlex.join(argv)))
+            notes.append(self.check_bypass(records, label))
+            runs.append(records)
+            if number < self.repeats:
+                continue
+            if number >= self.max_repeats:
+                break
+            samples = [[primary_value(run[index]) for run in runs] for index in range(len(records))]
+            if not needs_more_runs(samples, self.params["max_cv"]):
+                break
+        if failed is not None:
+            # the failed run's records, as now; its sample is null (a failed run has no valid figure)
+            for index, record in enumerate(failed):
+                column = [run[index] if index < len(run) else None for run in runs]
+                add_repeat_fields(
+                    record, [None if other is None else primary_value(other) for other in column] + [None],
+                    [None if other is None else other["device_io"] for other in column] + [record["device_io"]])
+            self.records = failed
+        else:
+            self.records = select_repeats(runs, notes)
+
+    def run_sweep(self):
+        if self.params["drop_caches"]:
+            drop_caches()
+        want_io = self.params["device_io"] is not False
+        before = _blockdev.read_stat(self.device) if want_io else None
+        started = utc_now()
+        steps, raws, rc = [], [], 0
+        version = None
+        for number, step in enumerate(self.sweep, 1):
+            _tool, records, rc, raw = self.run_measured(step["argv"], number, tool="dd",
+                                                        direction=self.params["direction"] or "read", measure=False)
+            raws.append(raw)
+            version = version or next((record["tool_version"] for record in records if record["tool_version"]), None)
+            if len(records) != 1:
+                steps.append(SweepStep(step["offset_bytes"], None, None,
+                                       error="dd printed %d summaries, expected 1" % len(records)))
+                break
+            (record,) = records
+            steps.append(SweepStep(step["offset_bytes"], record["bytes"], record["seconds"], record["error"],
+                                   tuple(record["warnings"])))
+            if record["error"] or rc:
+                break
+        finished = utc_now()
+        after = _blockdev.read_stat(self.device) if want_io else None
+        device_io = _blockdev.stat_delta_bytes(before, after)
+        record = make_record(sweep_result(steps, version), test=self.params["test"], target=self.target,
+                             params=self.params["params"], started=started, finished=finished,
+                             command=self.sweep[0]["argv"], exit_code=rc, raw_sha256=sha256_hex(b"".join(raws)),
+                             device_io=device_io, tool_version=version)
+        if want_io and device_io is None:
+            record["warnings"].append("device_io unknown: no block device for target.path %r" % self.target.get("path"))
+        record["commands"] = [step["argv"] for step in self.sweep]
+        self.last_command, self.last_rc = self.sweep[len(steps) - 1]["argv"], rc
+        self.check_bypass([record], "")
+        self.records = [record]
+
+    # ------------------------------------------------------------------ undo, always
+
+    def teardown(self):
+        """Leave the fence, run cleanup, remove the fence, restore the write cache, remove the workdir
+        and the job file. Never raises: what cannot be undone goes to self.problems."""
+        self.tearing_down = True
+        steps = (self.leave_fence, self.run_cleanup, self.remove_fence, self.restore_write_cache, self.remove_workdir,
+                 self.remove_job_file, self.remove_partial_file, self.release_device_hold, self.renew_lease_after)
+        for step in steps:
+            try:
+                step()
+            except Exception as error:  # pylint: disable=broad-except
+                self.problems.append("%s: %s" % (step.__name__, error))
+
+    def leave_fence(self):
+        if self.fence is not None:
+            for problem in self.fence.leave():
+                self.problems.append("cache fence: %s" % problem)
+
+    def run_cleanup(self):
+        if self.params["cleanup"] and self.started_anything:
+            try:
+                self.check_run_dir()
+            except TaskFailed as error:
+                self.warn("cleanup commands not run: %s" % error.msg)
+                return
+        for number, argv in enumerate(self.params["cleanup"] or [], 1):
+            _rc, message = self.run_aux("cleanup", number, argv)
+            if message:
+                self.warn(message)
+
+    def remove_fence(self):
+        if self.fence is not None:
+            for problem in self.fence.remove():
+                self.warn(problem)
+
+    def restore_write_cache(self):
+        if self.write_cache is None:
+            return
+        transport, commands = self.write_cache_plan
+        wanted = self.write_cache["before"]
+        manual = shlex.join(commands.on if wanted else commands.off)
+        if self.write_cache_touched:
+            try:
+                rc, stdout, stderr = self.run(commands.on if wanted else commands.off)
+                if rc != 0:
+                    self.problems.append("write cache of %s not restored: %s failed (exit code %s): %s; restore it by "
+                                         "hand: %s" % (self.device, manual, rc, last_line(
+                                             join_output(stdout, stderr).decode("utf-8", "replace")), manual))
+                    return
+            except RunError as error:
+                self.problems.append("write cache of %s not restored: %s; restore it by hand: %s"
+                                     % (self.device, error, manual))
+                return
+        try:
+            after = self.read_write_cache(commands)
+        except RunError as error:
+            self.problems.append("write cache of %s: cannot verify the restore (%s); check it by hand: %s"
+                                 % (self.device, error, shlex.join(commands.get)))
+            return
+        self.write_cache["restored"] = after.enabled == wanted
+        if not self.write_cache["restored"]:
+            self.problems.append("write cache of %s reads %s after the restore, was %s before; restore it by hand: %s"
+                                 % (self.device, "on" if after.enabled else "off", "on" if wanted else "off", manual))
+            return
+        self.forget_write_cache()
+
+    def remember_write_cache(self, transport, tool, enabled):
+        """The entry holding the disk's original setting in the state directory, written now unless one is there."""
+        try:
+            with _state_dir.StateDir(self.params["state_dir"], create=True) as state, state.mutex():
+                document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
+                if error:
+                    raise _quiesce.QuiesceError(error + "; restore the write caches it names by hand, then remove it")
+                document = document or _state_dir.new_write_cache_doc()
+                wwid = _state_dir.read_wwid(self.device)
+                entry, added = _state_dir.remember_write_cache(document, self.device, enabled, tool, transport,
+                                                               self.params["lock_run_id"], time.time(), wwid)
+                if entry.get("wwid") and entry["wwid"] != wwid:
+                    raise _quiesce.QuiesceError("its record names another disk (wwid %s, this one %s): restore that "
+                                                "disk's write cache by hand and remove the %s entry"
+                                                % (entry["wwid"], wwid, self.device))
+                if added:
+                    state.write(_state_dir.WRITE_CACHE_NAME, document)
+        except (_quiesce.QuiesceError, OSError) as error:
+            raise TaskFailed("write_cache=off: cannot record the original write cache of %s in %s before switching it "
+                             "off: %s" % (self.device, self.params["state_dir"], error))
+        return dict(entry)
+
+    def forget_write_cache(self):
+        """Restored and read back: the record of the original goes (a restore or a later step would redo it)."""
+        with _state_dir.StateDir(self.params["state_dir"]) as state, state.mutex():
+            document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
+            if error:
+                raise _quiesce.QuiesceError(error)
+            if document and document["devices"].pop(self.device, None) is not None:
+                state.write(_state_dir.WRITE_CACHE_NAME, document)
+
+    def renew_lease(self):
+        """This run still holds the quiesce lock: renew its lease, naming this process as its holder on the host."""
+        if self.params["lock_run_id"] is None:
+            return
+        try:
+            with _state_dir.StateDir(self.params["state_dir"]) as state:
+                _state_dir.renew_lease(state, self.params["lock_run_id"], os.getpid(),
+                                       _quiesce.process_start(os.getpid()))
+        except (_quiesce.QuiesceError, OSError) as error:
+            raise TaskFailed("lock_run_id: %s" % error)
+
+    def renew_lease_after(self):
+        try:
+            self.renew_lease()
+        except TaskFailed as failure:
+            self.problems.append(failure.msg)
+
+    def remove_workdir(self):
+        if self.workdir_identity is not None:
+            for problem in remove_tree(self.params["workdir"], self.workdir_identity):
+                self.warn("workdir: %s" % problem)
+
+    def remove_job_file(self):
+        if self.job_path is not None:
+            try:
+                os.unlink(self.job_path)
+            except FileNotFoundError:
+                pass
+
+    def remove_partial_file(self):
+        """A failed run (ENOSPC, a killed tool) leaves an incomplete test file: remove it now, so no later test
+        reads a short file and the space is free again. Only the creates file, which preflight saw absent."""
+        creates = self.params["creates"]
+        if self.succeeded or not creates or not self.started_anything:
+            return
+        try:
+            run_fd = self.open_run_dir() if self.in_run_dir(creates) else None
+        except TaskFailed as error:
+            self.warn("the partial test file %s was not removed: %s" % (creates, error.msg))
+            return
+        try:
+            if run_fd is None:
+                os.unlink(creates)
+            else:
+                os.unlink(os.path.basename(creates), dir_fd=run_fd)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            self.warn("the partial test file %s could not be removed (%s): remove it by hand" % (creates, error))
+            return
+        finally:
+            if run_fd is not None:
+                os.close(run_fd)
+        self.partial_removed = creates
+        self.record_warnings.append("the run failed: its partial test file %s was removed" % creates)
+
+    # ------------------------------------------------------------------ result
+
+    def finalize(self):
+        """Put what only the end knows into the records."""
+        params = self.params
+        for record in self.records:
+            record["warnings"].extend(self.record_warnings)
+            if params["setup"] is not None:
+                record["setup_commands"] = [list(argv) for argv in params["setup"]]
+            if params["cleanup"] is not None:
+                record["cleanup_commands"] = [list(argv) for argv in params["cleanup"]]
+            if params["job_file"] is not None:
+                record["job_file"] = params["job_file"]
+            if self.fence is not None:
+                record["cache_fence"] = self.fence.describe()
+            if self.write_cache is not None:
+                record["write_cache"] = dict(self.write_cache)
+            if params["keep_raw"] is not None:
+                record["raw_files"] = list(self.raw_files)
+        return {"diskproof_results": self.records}
+
+
+@contextlib.contextmanager
+def cleanup_on_signals():
+    """SIGTERM, SIGINT and SIGHUP (a killed task, a dropped connection) raise Interrupted: _proc.run kills the
+    tool's process group, then the finally blocks restore what the job changed; only in the main thread,
+    where handlers can be set."""
+    def interrupted(signum, _frame):
+        raise Interrupted("interrupted by signal %d" % signum)
+
+    saved = {}
+    try:
+        for signum in _proc.CANCEL_SIGNALS:
+            saved[signum] = signal.signal(signum, interrupted)
+    except ValueError:
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def run_job(module: Any, target: Dict[str, Any]) -> Dict[str, Any]:
+    job = Job(module, target)
+    job.preflight()
+    failure = None
+    with cleanup_on_signals():
+        try:
+            job.execute()
+            job.succeeded = not tool_errors(job.records, job.last_rc)
+        except (TaskFailed, Interrupted, _proc.ControllerGone) as error:
+            failure = error
+        except (OSError, RunError) as error:
+            failure = TaskFailed("%s: %s" % (type(error).__name__, error))
+        finally:
+            with_signals_ignored(lambda: undo(job, failure))
+    if isinstance(failure, _proc.ControllerGone):
+        quiet_stdout()   # nobody reads it any more: the result would only end in a BrokenPipeError
+    facts = job.finalize()
+    creates = module.params["creates"]
+    if creates and job.started_anything and os.path.lexists(creates):
+        job.created = [creates]
+    messages = []
+    if failure is not None:
+        messages.append(failure.msg if isinstance(failure, TaskFailed) else str(failure))
+    messages.extend(job.problems)
+    if messages:
+        raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts)
+    message = failure_message(module.params, job.tool, job.records, job.last_command, job.last_rc)
+    if message and module.params["fail_on_error"]:
+        raise TaskFailed(explained(message, job), created=job.created, ansible_facts=facts)
+    return dict(changed=True, created=job.created, ansible_facts=facts)
+
+
+def undo(job: "Job", failure: Optional[BaseException]) -> None:
+    """The teardown; after a cancel also this run's directories (the play's always: cleanup never runs then)."""
+    job.teardown()
+    if isinstance(failure, (Interrupted, _proc.ControllerGone)):
+        removed, problems = _cancel.remove_run_dirs(job.params["remove_on_cancel"] or [], socket.gethostname())
+        job.problems.extend(problems)
+        if removed:
+            job.record_warnings.append("cancelled: removed %s" % ", ".join(removed))
+
+
+def quiet_stdout() -> None:
+    """Point fd 1 at /dev/null (the controller that read it is gone)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+    finally:
+        os.close(devnull)
+
+
+def explained(message: str, job: "Job") -> str:
+    """message, plus what to do when the tool ran out of space on a directory target."""
+    path = job.target.get("path")
+    if ENOSPC_TEXT not in message or job.target.get("kind") == "raw" or not isinstance(path, str) \
+            or not os.path.isdir(path):
+        if job.partial_removed:
+            return "%s; the partial test file %s was removed" % (message, job.partial_removed)
+        return message
+    return "%s; %s" % (message, out_of_space_advice(path, free_space(path), job.partial_removed))
+
+
+def with_signals_ignored(function: Callable[[], None]) -> None:
+    """Run function with SIGTERM, SIGINT and SIGHUP ignored (the undo must not be cut short; the commands it
+    starts get their default actions back, _proc.child_setup)."""
+    saved = {}
+    try:
+        for signum in _proc.CANCEL_SIGNALS:
+            saved[signum] = signal.signal(signum, signal.SIG_IGN)
+    except ValueError:
+        pass
+    try:
+        function()
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def check_run_options(params: Mapping[str, Any]) -> None:
+    """Option combinations of a run (argv or sweep) the argument spec cannot express."""
+    if params["argv"] is not None and not params["argv"]:
+        raise TaskFailed("argv must name a command: got an empty list", created=[])
+    if params["sweep"] is not None and not params["sweep"]:
+        raise TaskFailed("sweep must list at least one step", created=[])
+    if params["repeats"] < 1:
+        raise TaskFailed("repeats must be at least 1, got %d" % params["repeats"], created=[])
+    if params["max_repeats"] is not None and params["max_repeats"] < params["repeats"]:
+        raise TaskFailed("max_repeats (%d) must be at least repeats (%d)" % (params["max_repeats"], params["repeats"]),
+                         created=[])
+    if params["max_cv"] < 0:
+        raise TaskFailed("max_cv must be 0 or more, got %s" % params["max_cv"], created=[])
+    if not 0 < params["min_device_fraction"] <= 1:
+        raise TaskFailed("min_device_fraction must be above 0 and at most 1, got %s" % params["min_device_fraction"],
+                         created=[])
+    if params["cache_fence_bytes"] is not None and params["cache_fence_bytes"] <= 0:
+        raise TaskFailed("cache_fence_bytes must be a positive number of bytes, got %d" % params["cache_fence_bytes"],
+                         created=[])
+    if params["sweep"] is not None:
+        if params["repeats"] > 1 or (params["max_repeats"] or 1) > 1:
+            raise TaskFailed("repeats and max_repeats do not apply to a sweep: run the sweep task again instead",
+                             created=[])
+        if params["job_file"] is not None:
+            raise TaskFailed("job_file is for fio argv runs, not a (dd) sweep", created=[])
+        if params["tool"] not in ("auto", "dd"):
+            raise TaskFailed("a sweep runs dd reads: tool must be auto or dd, got %s" % params["tool"], created=[])
+        for number, step in enumerate(params["sweep"], 1):
+            if not step["argv"]:
+                raise TaskFailed("sweep step %d: argv must name a command" % number, created=[])
+            if step["offset_bytes"] < 0:
+                raise TaskFailed("sweep step %d: offset_bytes must be 0 or more" % number, created=[])
+
+
+def normalize_command_lists(params: Dict[str, Any]) -> None:
+    """setup and cleanup are lists of argv lists: every argument a string, as given (no shell)."""
+    for kind in ("setup", "cleanup"):
+        commands = params[kind]
+        if commands is None:
+            continue
+        for number, argv in enumerate(commands, 1):
+            if not isinstance(argv, list) or not all(isinstance(arg, (str, int, float)) and not isinstance(arg, bool)
+                                                     for arg in argv):
+                raise TaskFailed("%s command %d must be a list of arguments (strings), got %r" % (kind, number, argv),
+                                 created=[])
+        params[kind] = [[str(arg) for arg in argv] for argv in commands]

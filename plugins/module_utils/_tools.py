@@ -1,18 +1,32 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The tool preflight, pure Python: is every program a plan runs installed, in a version its commands work with?
+"""The tools a host runs, pure Python: how to ask each its version, and the preflight (is every program a plan
+runs installed, in a version its commands work with?).
 
-How to ask a tool its version and read the answer is defined once, in ``_discover.TOOL_VERSION_ARGS`` and
-``_discover.parse_tool_version`` (the discover role reports the same table); this file adds what a refusal
-needs: the package that provides each tool on Debian/Ubuntu and on RHEL and derivatives, and the oldest version
-whose command line the plan's argv uses.
+How to ask a tool its version is defined once, in ``TOOL_VERSION_ARGS`` (discover reports it, bench_plan checks
+it, the evidence snapshot records it); ``_parse.tool_version`` reads the answer. A refusal also needs the package
+that provides each tool on Debian/Ubuntu and on RHEL and derivatives, and the oldest version whose command line
+the plan's argv uses.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from ._parse.tool_version import version_tuple
+
+# --version style arguments per tool. bonnie++ has no version option: any unknown option prints its usage,
+# which ends in "Version: 2.00a" (_parse.tool_version reads it).
+TOOL_VERSION_ARGS: Dict[str, List[str]] = {
+    "dd": ["--version"],
+    "fio": ["--version"],
+    "sysbench": ["--version"],
+    "bonnie++": ["--version"],
+    "ioping": ["-v"],
+    "smartctl": ["--version"],
+    "nvme": ["version"],
+}
 
 
 @dataclass(frozen=True)
@@ -47,14 +61,6 @@ MINIMUM_VERSIONS: Dict[str, Tuple[int, ...]] = {
     "fio": (3, 0),
     "sysbench": (1, 0),
 }
-
-_LEADING_NUMBERS = re.compile(r"^([0-9]+(?:\.[0-9]+)*)")
-
-
-def version_tuple(version: str) -> Optional[Tuple[int, ...]]:
-    """(3, 33) from '3.33', (2, 0) from '2.00a', None when it does not start with a number."""
-    match = _LEADING_NUMBERS.match(version)
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
 def _package(tool: str) -> Package:

@@ -332,8 +332,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import (
-    _blockdev, _cancel, _discover, _filesystems, _paths, _run, _tools,
+    _blockdev, _cancel, _filesystems, _paths, _run, _tools,
 )
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.tool_version import parse_tool_version
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -349,12 +353,12 @@ def utc_now():
 def memory_total_bytes(module):
     try:
         with open("/proc/meminfo", "r", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError) as error:
+            total = parse_meminfo(handle.read())
+    except (OSError, ValueError) as error:
         module.fail_json(msg="cannot read MemTotal from /proc/meminfo (%s); set memory_bytes" % error, run_dirs=[])
-    module.fail_json(msg="/proc/meminfo has no MemTotal line; set memory_bytes", run_dirs=[])
+    if total is None:
+        module.fail_json(msg="/proc/meminfo has no MemTotal line; set memory_bytes", run_dirs=[])
+    return total
 
 
 def read_int(path, default):
@@ -429,8 +433,8 @@ def filesystem_of(module, path):
     """The mount holding path, judged by _filesystems.classify_mount (the rule disk_facts applies too)."""
     try:
         with open("/proc/self/mountinfo", "r", encoding="utf-8", errors="surrogateescape") as handle:
-            mounts = _filesystems.parse_mountinfo(handle.read())
-    except (OSError, _filesystems.MountinfoError) as error:
+            mounts = parse_mountinfo(handle.read())
+    except (OSError, ParseError) as error:
         module.fail_json(msg="cannot read /proc/self/mountinfo (%s): it tells whether %s is on a disk" % (error, path),
                          run_dirs=[])
     mount = _filesystems.mount_for_path(mounts, os.path.realpath(path))
@@ -616,16 +620,16 @@ def attach_run_dirs(plan, records):
 
 def probe_tools(module, tools):
     """tool -> {path, version}: each tool found as bench_facts finds it (get_bin_path) and asked its version the way
-    the discover role asks (the one table, _discover.TOOL_VERSION_ARGS)."""
+    the discover role asks (the one table, _tools.TOOL_VERSION_ARGS)."""
     found = {}
     for tool in tools:
         path = module.get_bin_path(tool)
         version = None
-        args = _discover.TOOL_VERSION_ARGS.get(tool)
+        args = _tools.TOOL_VERSION_ARGS.get(tool)
         if path and args is not None:
-            dummy, out, err = module.run_command([path] + list(args), environ_update={"LANG": "C", "LC_ALL": "C"},
-                                                 expand_user_and_vars=False)
-            version = _discover.parse_tool_version(tool, out + "\n" + err if out.strip() else err)
+            _rc, out, err = module.run_command([path] + list(args), environ_update={"LANG": "C", "LC_ALL": "C"},
+                                               expand_user_and_vars=False)
+            version = parse_tool_version(tool, out, err)
         found[tool] = {"path": path, "version": version}
     return found
 
@@ -633,7 +637,7 @@ def probe_tools(module, tools):
 def check_tools(module, plan):
     """Refuse the plan, before the quiesce, when a tool it runs is missing or unusable: name the package."""
     found = probe_tools(module, plan.tools)
-    problems = _tools.tool_problems(plan.tools, found, _discover.TOOL_VERSION_ARGS)
+    problems = _tools.tool_problems(plan.tools, found, _tools.TOOL_VERSION_ARGS)
     if problems:
         module.fail_json(msg="benchmark plan refused, nothing was stopped or written: the tests of this plan (%s) need "
                          "tools this host lacks: %s; then run again" % (", ".join(plan.tests), "; ".join(problems)),

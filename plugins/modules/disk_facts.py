@@ -543,8 +543,20 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _discover, _filesystems
-from ansible_collections.diskproof.fleet.plugins.module_utils._discover import DiscoverError
 from ansible_collections.diskproof.fleet.plugins.module_utils import _identity
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.blkid import blkid_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import parse_fstab
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.lsblk import parse_lsblk
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import nvme_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.os_release import parse_os_release
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.tool_version import parse_tool_version
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
@@ -606,12 +618,12 @@ class Discovery(object):
 
     def tools(self):
         found = {}
-        for tool, args in _discover.TOOL_VERSION_ARGS.items():
+        for tool, args in TOOL_VERSION_ARGS.items():
             path = self.bin(tool)
             version = None
             if path:
-                dummy, out, err = self.run([path] + args)
-                version = _discover.parse_tool_version(tool, out + "\n" + err if out.strip() else err)
+                _rc, out, err = self.run([path] + args)
+                version = parse_tool_version(tool, out, err)
             found[tool] = {"path": path, "version": version}
         return found
 
@@ -626,11 +638,10 @@ class Discovery(object):
             "hostname": socket.gethostname(),
             "kernel": uname.release,
             "architecture": uname.machine,
-            "memory_bytes": _discover.parse_meminfo(read_text("/proc/meminfo") or ""),
+            "memory_bytes": parse_meminfo(read_text("/proc/meminfo") or ""),
             "cpu_count": os.cpu_count(),
             "cpu_usable": usable,
-            "distribution": _discover.parse_os_release(read_text("/etc/os-release") or read_text("/usr/lib/os-release")
-                                                       or ""),
+            "distribution": parse_os_release(read_text("/etc/os-release") or read_text("/usr/lib/os-release") or ""),
             "service_mgr": _discover.service_manager(pid1, os.path.isdir("/run/systemd/system"),
                                                      os.path.exists("/sbin/openrc") or os.path.exists("/sbin/openrc-run"),
                                                      os.path.isdir("/etc/init.d")),
@@ -648,7 +659,7 @@ class Discovery(object):
     def parse(self, what, parser, text):
         try:
             return parser(text)
-        except DiscoverError as error:
+        except ParseError as error:
             self.module.fail_json(msg="cannot read %s: %s" % (what, error))
 
     def view(self):
@@ -658,16 +669,16 @@ class Discovery(object):
         rc, out, err = self.run([lsblk, "-J", "-b", "-O"])
         if rc != 0:
             self.module.fail_json(msg="lsblk -J -b -O failed (exit code %d): %s" % (rc, (err or out).strip()))
-        topology = _discover.Topology(self.parse("lsblk -J -b -O output", _discover.parse_lsblk, out))
+        topology = _discover.Topology(self.parse("lsblk -J -b -O output", parse_lsblk, out))
         mountinfo = read_text("/proc/self/mountinfo")
         if mountinfo is None:
             self.module.fail_json(msg="cannot read /proc/self/mountinfo: mounts are needed to know what is in use")
-        mounts = self.parse("/proc/self/mountinfo", _discover.parse_mountinfo, mountinfo)
+        mounts = self.parse("/proc/self/mountinfo", parse_mountinfo, mountinfo)
         swaps_text = read_text("/proc/swaps")
         if swaps_text is None and os.path.exists("/proc/swaps"):
             self.module.fail_json(msg="cannot read /proc/swaps: active swap is needed to know what is in use")
-        swaps = self.parse("/proc/swaps", _discover.parse_swaps, swaps_text or "")
-        fstab = self.parse("/etc/fstab", _discover.parse_fstab, read_text("/etc/fstab") or "")
+        swaps = self.parse("/proc/swaps", parse_swaps, swaps_text or "")
+        fstab = self.parse("/etc/fstab", parse_fstab, read_text("/etc/fstab") or "")
         return _discover.HostView(topology, mounts, swaps, fstab, block_dev)
 
     def sysfs(self, kname):
@@ -700,7 +711,7 @@ class Discovery(object):
         if wipefs is None:
             probes[disk] = {"signatures": [], "ids": {}, "error": "wipefs is not installed"}
         else:
-            signatures, error = _discover.wipefs_result(*self.run([wipefs, "-n", "-J", path]))
+            signatures, error = wipefs_result(*self.run([wipefs, "-n", "-J", path]))
             first = signatures[0] if signatures else {}
             probes[disk] = {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")},
                             "error": error}
@@ -709,8 +720,8 @@ class Discovery(object):
             if blkid is None:
                 probes[kname] = {"signatures": [], "ids": {}, "error": "blkid is not installed"}
                 continue
-            values, error = _discover.blkid_result(*self.run([blkid, "-p", "-c", "/dev/null", "-o", "export",
-                                                              topology.nodes[kname]["path"]]))
+            values, error = blkid_result(*self.run([blkid, "-p", "-c", "/dev/null", "-o", "export",
+                                                    topology.nodes[kname]["path"]]))
             signatures = []
             if values.get("TYPE"):
                 signatures.append({"device": kname, "offset": None, "type": values["TYPE"], "uuid": values.get("UUID"),
@@ -729,11 +740,11 @@ class Discovery(object):
         smart = None
         smartctl = self.bin("smartctl")
         if smartctl is not None:
-            smart = _discover.smartctl_result(*self.run([smartctl, "-j", "-x", node["path"]]))
+            smart = smartctl_result(*self.run([smartctl, "-j", "-x", node["path"]]))
         nvme = None
         nvme_bin = self.bin("nvme")
         if nvme_bin is not None and _discover.transport(node) == "nvme":
-            nvme = _discover.nvme_result(*self.run([nvme_bin, "smart-log", node["path"], "-o", "json"]))
+            nvme = nvme_result(*self.run([nvme_bin, "smart-log", node["path"], "-o", "json"]))
         return smart, nvme
 
     def describe(self, view, disk, writable):

@@ -444,6 +444,14 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
 from ansible_collections.diskproof.fleet.plugins.module_utils import _run
 from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.cgroup import parse_cpu_stat
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.diskstats import parse_diskstats
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.loadavg import parse_loadavg
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mdstat import parse_mdstat
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import cgroup2_mount
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smart_selftest
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.write_cache import parse_write_cache
 
 # TZ=UTC: systemctl prints timestamps in the local zone; the timer rules compare them with UTC.
 LOCALE_C = {"LANG": "C", "LC_ALL": "C", "TZ": "UTC"}
@@ -649,7 +657,7 @@ class Quiesce:
         problems = []
         wanted = self.params["checks"]
         if "md_resync" in wanted:
-            arrays = q.parse_mdstat(self.read_text(os.path.join(PROC, "mdstat")))
+            arrays = parse_mdstat(self.read_text(os.path.join(PROC, "mdstat")))
             busy = q.md_activity(arrays, q.disks_under, disks)
             checks["md_resync"] = {"arrays": len(arrays), "busy": busy}
             for item in busy:
@@ -683,7 +691,7 @@ class Quiesce:
         for disk in disks:
             rc, out, _err = self.run([smartctl, "-j", "-c", "-l", "selftest", "/dev/" + disk])
             try:
-                selftest = q.smart_selftest(json.loads(out))
+                selftest = smart_selftest(json.loads(out))
             except ValueError:
                 selftest = {"in_progress": None, "remaining_percent": None, "protocol": None,
                             "detail": "smartctl printed no JSON (exit %d)" % rc}
@@ -707,7 +715,7 @@ class Quiesce:
             pid1_environ = ""
         # systemd writes /run/systemd/container when it runs in one; other inits get container= from the engine.
         container = os.path.exists("/run/systemd/container") or "\0container=" in "\0" + pid1_environ
-        mount = q.cgroup2_mount(self.read_text(os.path.join(PROC, "self", "mountinfo")))
+        mount = cgroup2_mount(self.read_text(os.path.join(PROC, "self", "mountinfo")))
         procs = self.read_text(os.path.join(mount, "init.scope", "cgroup.procs")) if mount else ""
         path, why = q.own_cpu_counter(container, self.read_text(os.path.join(PROC, "1", "cgroup")), mount, procs)
         if path is not None and not os.path.exists(path):
@@ -721,7 +729,7 @@ class Quiesce:
         return path, why
 
     def cpu_usage_s(self, path):
-        return q.parse_cpu_stat(self.read_text(path)) / 1e6 if path else None
+        return parse_cpu_stat(self.read_text(path)) / 1e6 if path else None
 
     def wait_idle(self, devices, running_jobs=None):
         """Samples until one is idle or the timeout. running_jobs() names jobs of stopped timers that still run."""
@@ -736,14 +744,14 @@ class Quiesce:
         started = time.monotonic()
         samples = []
         while True:
-            before = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            before = parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
             cpu_before = self.cpu_usage_s(counter)
             begin = time.monotonic()
             time.sleep(window)
-            after = q.parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
+            after = parse_diskstats(self.read_text(os.path.join(PROC, "diskstats")))
             cpu_after = self.cpu_usage_s(counter)
             end = time.monotonic()
-            load1 = q.parse_loadavg(self.read_text(os.path.join(PROC, "loadavg")))[0]
+            load1 = parse_loadavg(self.read_text(os.path.join(PROC, "loadavg")))[0]
             cpu_busy = (cpu_after - cpu_before) / (end - begin) / cpus if counter else None
             jobs = running_jobs() if running_jobs else []
             sample = q.idle_sample(before, after, end - begin, devices, load1, cpus, thresholds, cpu_busy, jobs)
@@ -828,8 +836,8 @@ class Quiesce:
             if rc != 0:
                 raise q.QuiesceError("%s failed (exit %d): %s" % (" ".join(commands.get), rc, (err or out).strip()))
             try:
-                return _run.parse_write_cache(transport, out + err).enabled
-            except _run.RunError as error:
+                return parse_write_cache(transport, out + err).enabled
+            except ParseError as error:
                 raise q.QuiesceError("%s: %s" % (" ".join(commands.get), error))
         manual = " ".join(commands.on if wanted else commands.off)
         try:
@@ -909,7 +917,7 @@ class Quiesce:
                      "targets": params["targets"], "units": rows}
             # The state file is on disk before the first stop: whatever happens next, it can be restored.
             self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "stopping", **extra))
-        except (q.QuiesceError, OSError) as error:
+        except (q.QuiesceError, ParseError, OSError) as error:
             # Nothing stopped yet: give the host back (a re-entrant call keeps the run's earlier quiesce).
             if not reentry:
                 self.release()
@@ -951,7 +959,7 @@ class Quiesce:
             self.files.write(self.files.state, state_doc)
             lock_doc = self.new_lock("quiesced", self.current_lock_started())
             self.files.write(self.files.lock, lock_doc)
-        except (q.QuiesceError, OSError) as error:
+        except (q.QuiesceError, ParseError, OSError) as error:
             self.rollback(manager, recorded, reentry, error)
         self.result["lock"] = lock_doc
         keys = ("run_id", "lock", "service_manager", "stopped", "recovered", "checks", "caches_dropped", "idle",

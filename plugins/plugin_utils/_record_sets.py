@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 REPORT_JSON = "report.json"
 # report.json schemas whose results carry every record in full and whose hosts section carries

@@ -16,7 +16,7 @@ from typing import Any, List, Tuple
 
 import yaml
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 
 def plain(value: Any) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 PERCENT = "percent"
 TEXT = "text"

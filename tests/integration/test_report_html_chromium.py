@@ -2,7 +2,7 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """report.html in a real browser: the lab report (tests/fixtures/report/lab-rack6-report.json)
-rendered by module_utils/_render.py and opened with headless Chromium (Debian's `chromium`).
+rendered by plugin_utils/_render.py and opened with headless Chromium (Debian's `chromium`).
 
 Checks: Chromium logs no console message at all (the page has no script, so any message is a
 fault) and no uncaught error; the screenshot is a PNG of the requested size that is neither blank
@@ -14,22 +14,22 @@ Run: .venv/bin/pytest -q tests/integration/test_report_html_chromium.py   (about
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
 
 _ROOT = Path(__file__).resolve().parents[2]
-_SPEC = importlib.util.spec_from_file_location("diskproof_render_for_chromium", _ROOT / "plugins" / "module_utils" / "_render.py")
-render = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(render)
+# _render imports the judge's verdict names: the checkout as ansible_collections.diskproof.fleet.
+sys.path.insert(0, str(_ROOT / ".ansible" / "collections"))
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render  # noqa: E402
 
 FIXTURE = _ROOT / "tests" / "fixtures" / "report" / "lab-rack6-report.json"
 CHROMIUM = shutil.which("chromium")

@@ -34,7 +34,7 @@ import pytest
 from labhelpers import BIN, REPO, checkout_collection_env, inventory_path, needs_root, on_host, running_lab
 
 sys.path.insert(0, str(REPO / ".ansible" / "collections"))
-from ansible_collections.diskproof.fleet.plugins.module_utils import _junit, _render  # noqa: E402
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _junit, _render  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent / "rstore_lab.yml"
 PLAYBOOK = Path(__file__).resolve().parent / "rstore_run.yml"

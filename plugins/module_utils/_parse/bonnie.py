@@ -92,10 +92,8 @@ class BonnieRun(RunIssues):
     index: int = 0
     source: str = "csv"  # csv | text
     layout: Optional[str] = None  # 1.03 | 1.96 | 1.98 | text
-    format_version: Optional[str] = None
     version: Optional[str] = None
     name: Optional[str] = None
-    concurrency: Optional[int] = None
     file_size: Optional[int] = None
     rates: Dict[str, Optional[float]] = field(default_factory=dict)  # bytes/s or ops/s; None = not measured
     cpu: Dict[str, Optional[float]] = field(default_factory=dict)
@@ -203,8 +201,8 @@ def _parse_csv(line: str, lineno: int, index: int) -> BonnieRun:
         run.name, size, rest = fields[0], fields[1], fields[2:]
         io, files_field, file_rates, latencies = rest[0:12], rest[12], rest[13:25], []
     else:
-        run.format_version, run.version, run.name = fields[0], fields[1], fields[2]
-        run.concurrency = _int_field(fields[3], line, lineno)
+        run.version, run.name = fields[1], fields[2]
+        _int_field(fields[3], line, lineno)  # the concurrency: checked (a CSV line must be whole), not reported
         size = fields[5]
         offset = 9 if layout == _V198 else 7
         io = fields[offset:offset + 12]

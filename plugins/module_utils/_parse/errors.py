@@ -94,3 +94,33 @@ class RunIssues:
     def error(self) -> Optional[str]:
         """The run's errors joined into one message, or None when it had none."""
         return "; ".join(self.errors) if self.errors else None
+
+
+SOURCE_QUOTED_CHARS = 300
+
+
+class SourceError(ParseError):
+    """A system file or tool report (lsblk JSON, /proc/diskstats, systemctl show ...) that cannot be read exactly.
+
+    A ParseError like every other parser's, so one ``except ParseError`` catches them all. The message is
+    ``SOURCE: expected WHAT; found: 'TEXT'``, or ``sentence`` when given (the words these sources always had).
+    """
+
+    def __init__(self, source: str, expected: str, found: Optional[str] = None,
+                 sentence: Optional[str] = None) -> None:
+        self.found = None if found is None else printable(found, SOURCE_QUOTED_CHARS)
+        self.sentence = sentence
+        super().__init__(source, expected, found)
+
+    @property
+    def source(self) -> str:
+        return self.tool
+
+    @property
+    def message(self) -> str:
+        if self.sentence is not None:
+            return self.sentence
+        text = "%s: expected %s" % (self.tool, self.expected)
+        if self.found is not None:
+            text += "; found: '%s'" % self.found
+        return text

@@ -152,10 +152,6 @@ def _bytes(match: re.Match, name: str, line: str, lineno: int) -> float:
     return finite(value, TOOL, "size", line, lineno)
 
 
-def _digits(text: str) -> int:
-    return len(text.split(".", 1)[1]) if "." in text else 0
-
-
 def _cross_check(run: IopingRun, what: str, derived: Optional[float], printed: Optional[float]) -> None:
     """ioping rounds to 3-4 significant digits and truncates iops: allow that, flag anything more."""
     if derived is None or printed is None:

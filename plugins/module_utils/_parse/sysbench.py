@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line, stripped_lines
-from .units import NS_PER_S, NS_PER_TIME_UNIT, byte_factor, finite, parse_unsigned
+from .units import NS_PER_TIME_UNIT, byte_factor, finite, parse_unsigned
 
 TOOL = "sysbench"
 MIB = 2 ** 20
@@ -122,7 +122,6 @@ class SysbenchRun(RunIssues):
     layout: Optional[str] = None
     mode: Optional[str] = None
     test: Optional[str] = None
-    threads: Optional[int] = None
     block_size: Optional[int] = None
     reads: Optional[int] = None
     writes: Optional[int] = None
@@ -267,7 +266,7 @@ class _Reader:
         match = _THREADS.match(line)
         if match and not builder.in_results:
             builder = self.fresh()
-            builder.run.threads = _integer(match.group("num"), line, lineno)
+            _integer(match.group("num"), line, lineno)  # checked like every figure, not reported
             builder.touched = True
             return True
         return False
@@ -577,7 +576,3 @@ def direction_of(run: SysbenchRun) -> Optional[str]:
     if run.mode == "rndrw":
         return "mixed"
     return None
-
-
-def seconds_to_ns(seconds: float) -> float:
-    return seconds * NS_PER_S

@@ -15,7 +15,6 @@ from .errors import ParseError
 
 KIB = 1024
 NS_PER_US = 1000
-NS_PER_MS = 1000 * 1000
 MS_PER_S = 1000
 SECTOR_BYTES = 512
 

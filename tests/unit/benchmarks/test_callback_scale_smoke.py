@@ -82,7 +82,7 @@ def test_fleet_scale_files_agree(callback_scale, tmp_path, monkeypatch):
     """Beyond 200 results the pages list only what is not pass; report.json and results.csv hold
     every result, and report.md / report.html are still renderings of report.json."""
     figures, report = _run(callback_scale, tmp_path / "report", monkeypatch)
-    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render
 
     total = report["summary"]["total"]
     assert total > _render.LISTING_LIMIT

@@ -410,7 +410,7 @@ def test_report_json_validates_against_the_shipped_schema(fleet_report):
 
 
 def test_markdown_and_html_are_rendered_from_the_same_report(fleet_run):
-    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render
     report = json.loads((fleet_run[1] / "report.json").read_text())
     assert (fleet_run[1] / "report.md").read_text() == _render.render_markdown(report)
     assert (fleet_run[1] / "report.html").read_text() == _render.render_html(report)
@@ -671,7 +671,7 @@ def test_fleet_scale_files_hold_every_result(scale_run):
 
 
 def test_fleet_scale_pages_are_renderings_of_report_json(scale_run):
-    from ansible_collections.diskproof.fleet.plugins.module_utils import _render
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render
     report_dir = scale_run[1]
     report = json.loads((report_dir / "report.json").read_text())
     markdown = (report_dir / "report.md").read_text()

@@ -1,4 +1,5 @@
-"""_discover: parsers over real captured outputs, target resolution, selection and the refusal matrix.
+"""_discover: target resolution, selection and the refusal matrix over real captured outputs (read by the parsers
+of module_utils/_parse, tested in test_parse_<source>.py).
 
 Fixtures are in tests/fixtures/discover/, each with a .src.md saying how and where it was captured.
 This kernel has neither device-mapper nor md, so the few LVM/md/multipath trees below are built by
@@ -12,12 +13,16 @@ import os
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _discover
-from ansible_collections.diskproof.fleet.plugins.module_utils._discover import DiscoverError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.blkid import blkid_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import parse_fstab
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.lsblk import parse_lsblk
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import parse_smartctl
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import parse_wipefs_json, wipefs_result
+from test_parse_fstab import FSTAB  # the hand-written fstab the HostView tests match against
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "discover")
-# Reference smartctl outputs of other machines (SATA, SAS, NVMe, MegaRAID, failed open), kept outside the
-# project; the test that reads them is skipped where they are not present.
-REFERENCE_SMART = "/work/shared/reference-outputs/smart"
 
 # Device numbers of the captured devices (what os.stat gives for their /dev nodes at capture time).
 VM_BLOCK_DEVS = {
@@ -34,30 +39,30 @@ def fixture(name):
 
 
 def vm_host(fstab_text="", swaps_text=None, mountinfo_text=None, block_devs=None):
-    topology = _discover.Topology(_discover.parse_lsblk(fixture("vm-states.lsblk.json")))
+    topology = _discover.Topology(parse_lsblk(fixture("vm-states.lsblk.json")))
     return _discover.HostView(
         topology,
-        _discover.parse_mountinfo(mountinfo_text if mountinfo_text is not None else fixture("vm-states.mountinfo.txt")),
-        _discover.parse_swaps(swaps_text if swaps_text is not None else fixture("vm-states.swaps.txt")),
-        _discover.parse_fstab(fstab_text),
+        parse_mountinfo(mountinfo_text if mountinfo_text is not None else fixture("vm-states.mountinfo.txt")),
+        parse_swaps(swaps_text if swaps_text is not None else fixture("vm-states.swaps.txt")),
+        parse_fstab(fstab_text),
         (block_devs or VM_BLOCK_DEVS).get,
     )
 
 
 def lab_host():
-    topology = _discover.Topology(_discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
-    return _discover.HostView(topology, _discover.parse_mountinfo(fixture("lab-disc-n01.mountinfo.txt")),
-                              _discover.parse_swaps(fixture("lab-disc-n01.swaps.txt")), [], LAB_BLOCK_DEVS.get)
+    topology = _discover.Topology(parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
+    return _discover.HostView(topology, parse_mountinfo(fixture("lab-disc-n01.mountinfo.txt")),
+                              parse_swaps(fixture("lab-disc-n01.swaps.txt")), [], LAB_BLOCK_DEVS.get)
 
 
 def wipefs_probe(name, rc=0, stderr=""):
-    signatures, error = _discover.wipefs_result(rc, fixture(name) if rc == 0 else "", stderr)
+    signatures, error = wipefs_result(rc, fixture(name) if rc == 0 else "", stderr)
     first = signatures[0] if signatures else {}
     return {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")}, "error": error}
 
 
 def blkid_probe(kname, name, rc=0):
-    values, error = _discover.blkid_result(rc, fixture(name), "")
+    values, error = blkid_result(rc, fixture(name), "")
     signatures = [{"device": kname, "offset": None, "type": values["TYPE"], "uuid": values.get("UUID"),
                    "label": values.get("LABEL")}] if values.get("TYPE") else []
     ids = {"uuid": values.get("UUID"), "label": values.get("LABEL"), "partuuid": values.get("PART_ENTRY_UUID"),
@@ -95,61 +100,6 @@ def vm_disk(host, disk, sysfs=None, smart=None, probes=None):
 
 def codes(refusals):
     return [refusal["code"] for refusal in refusals]
-
-
-# ---------------------------------------------------------------------------------------------------
-# lsblk
-# ---------------------------------------------------------------------------------------------------
-
-
-def test_lsblk_vm_tree_roots_children_and_values():
-    tree = _discover.parse_lsblk(fixture("vm-states.lsblk.json"))
-    assert [node["kname"] for node in tree] == ["loop0", "loop1", "loop2", "loop3", "loop4", "zram0", "vda"]
-    loop2 = tree[2]
-    assert [(child["kname"], child["maj_min"], child["mountpoints"]) for child in loop2["children"]] == [
-        ("loop2p1", "259:0", ["/tmp/dp-disc-cap/p1"]), ("loop2p2", "259:1", ["[SWAP]"])]
-    vda = tree[6]
-    assert {key: vda[key] for key in ("maj_min", "size_bytes", "rotational", "logical_block_size",
-                                      "physical_block_size", "scheduler", "subsystems", "vendor", "serial", "tran",
-                                      "mountpoints", "type", "path")} == {
-        "maj_min": "254:0", "size_bytes": 274877906944, "rotational": True, "logical_block_size": 512,
-        "physical_block_size": 4096, "scheduler": "mq-deadline", "subsystems": "block:virtio:pci", "vendor": "0x1af4",
-        "serial": None, "tran": None, "mountpoints": ["/run/netns", "/"], "type": "disk", "path": "/dev/vda"}
-    # No udev on the VM: lsblk knows no filesystem types; the signatures come from wipefs/blkid.
-    assert tree[1]["fstype"] is None and tree[4]["fstype"] is None
-
-
-def test_lsblk_lab_host_sees_its_mount_namespace():
-    tree = {node["kname"]: node for node in _discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json"))}
-    assert tree["loop3"]["mountpoints"] == ["/srv/diskproof/d0",
-                                            "/dev/shm/diskproof-lab-disc/hosts/disc-n01/srv/diskproof/d0"]
-    assert tree["loop7"]["mountpoints"] == [] and tree["loop7"]["size_bytes"] == 268435456
-
-
-def test_lsblk_older_output_with_string_flags_and_single_mountpoint():
-    """lsblk before 2.33 printed "0"/"1" and one "mountpoint"; derived from the real vda node."""
-    raw = json.loads(fixture("vm-states.lsblk.json"))["blockdevices"][6]
-    raw = dict(raw, rota="1", rm="0", ro="0", size=str(raw["size"]))
-    del raw["mountpoints"]
-    node = _discover.parse_lsblk(json.dumps({"blockdevices": [raw]}))[0]
-    assert (node["rotational"], node["removable"], node["read_only"]) == (True, False, False)
-    assert node["size_bytes"] == 274877906944 and node["mountpoints"] == ["/"]
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("", "lsblk JSON: expected JSON"),
-    ("lsblk: unknown column", "lsblk JSON: expected JSON"),
-    ('{"devices": []}', 'a "blockdevices" list'),
-    ('{"blockdevices": [{"name": "sda", "type": "disk"}]}', "maj:min of sda (run lsblk with -O)"),
-    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0"}]}', "type of sda"),
-    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0", "type": "disk", "rota": "yes"}]}', "a boolean for rota of sda"),
-    ('{"blockdevices": [{"name": "sda", "maj:min": "8:0", "type": "disk", "size": "1G"}]}', "an integer for size of sda"),
-    ('{"blockdevices": ["sda"]}', "an object per block device"),
-])
-def test_lsblk_errors_name_what_was_expected(text, expected):
-    with pytest.raises(DiscoverError) as caught:
-        _discover.parse_lsblk(text)
-    assert expected in str(caught.value)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -202,8 +152,8 @@ SERVER_DEVS = {"/dev/mapper/vg0-root": "253:0", "/dev/md1": "9:1", "/dev/sdd1": 
 
 
 def server_host(mountinfo=SERVER_MOUNTINFO, swaps=SERVER_SWAPS):
-    topology = _discover.Topology(_discover.parse_lsblk(json.dumps(server_tree())))
-    return _discover.HostView(topology, _discover.parse_mountinfo(mountinfo), _discover.parse_swaps(swaps), [],
+    topology = _discover.Topology(parse_lsblk(json.dumps(server_tree())))
+    return _discover.HostView(topology, parse_mountinfo(mountinfo), parse_swaps(swaps), [],
                               SERVER_DEVS.get)
 
 
@@ -232,126 +182,6 @@ def test_node_listed_under_two_parents_is_one_node_with_both_parents():
     assert topology.descendants("sda") == ["sda1", "sda2", "md0", "md1", "dm-0"]
 
 
-# ---------------------------------------------------------------------------------------------------
-# /proc/self/mountinfo, /proc/swaps, /etc/fstab
-# ---------------------------------------------------------------------------------------------------
-
-
-def test_mountinfo_vm_fixture():
-    mounts = {mount["mount_point"]: mount for mount in _discover.parse_mountinfo(fixture("vm-states.mountinfo.txt"))}
-    assert mounts["/"] == {"mount_point": "/", "maj_min": "254:0", "root": "/", "fstype": "ext4", "source": "/dev/vda",
-                           "options": "rw,relatime"}
-    assert mounts["/tmp/dp-disc-cap/p1"]["maj_min"] == "259:0"
-    assert mounts["/run/netns"]["root"] == "/run/netns"
-
-
-def test_mountinfo_lab_fixture_with_optional_fields():
-    mounts = {mount["mount_point"]: mount for mount in _discover.parse_mountinfo(fixture("lab-disc-n01.mountinfo.txt"))}
-    assert mounts["/srv/diskproof/d0"]["maj_min"] == "7:3"
-    assert mounts["/srv/diskproof/d0"]["source"] == "/dev/loop3"
-    assert mounts["/srv"]["fstype"] == "tmpfs"
-
-
-def test_mountinfo_octal_escapes_and_errors():
-    line = r"40 27 8:17 / /srv/my\040data rw,relatime shared:5 - ext4 /dev/sdb1 rw"
-    assert _discover.parse_mountinfo(line)[0]["mount_point"] == "/srv/my data"
-    with pytest.raises(DiscoverError) as caught:
-        _discover.parse_mountinfo("40 27 8:17 / /srv rw")
-    assert "/proc/self/mountinfo" in str(caught.value) and "line 1" in str(caught.value)
-
-
-def test_swaps_fixtures_and_errors():
-    assert _discover.parse_swaps(fixture("vm-states.swaps.txt")) == [
-        {"filename": "/dev/loop2p2", "type": "partition", "size_bytes": 32501760, "used_bytes": 32501760,
-         "priority": -2}]
-    assert _discover.parse_swaps(fixture("lab-disc-n01.swaps.txt")) == []
-    assert _discover.parse_swaps("") == []
-    assert _discover.parse_swaps("Filename Type Size Used Priority\n/swap\\040file file 1024 0 -3\n")[0]["filename"] \
-        == "/swap file"
-    with pytest.raises(DiscoverError):
-        _discover.parse_swaps("/dev/sda2 partition 1 0 -2\n")
-    with pytest.raises(DiscoverError):
-        _discover.parse_swaps("Filename Type Size Used Priority\n/dev/sda2 partition big 0 -2\n")
-
-
-FSTAB = """# /etc/fstab: static file system information.
-UUID=520f938e-c205-4857-92f0-787e39468302 /data ext4 defaults 0 2
-LABEL="dpdata"  /srv/data ext4 noauto 0 0
-PARTUUID=872bb48c-02 none swap sw 0 0
-/dev/loop4 /mnt/four ext4 defaults
-tmpfs /tmp tmpfs defaults 0 0
-server:/export /nfs nfs defaults 0 0
-"""
-
-
-def test_fstab_fixture_and_entries():
-    assert _discover.parse_fstab(fixture("vm-etc.fstab.txt")) == []
-    entries = _discover.parse_fstab(FSTAB)
-    assert [entry["file"] for entry in entries] == ["/data", "/srv/data", "none", "/mnt/four", "/tmp", "/nfs"]
-    assert entries[3]["vfstype"] == "ext4" and entries[3]["options"] == "defaults"
-    with pytest.raises(DiscoverError):
-        _discover.parse_fstab("/dev/sda1\n")
-
-
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("UUID=520f938e-c205-4857-92f0-787e39468302", ("uuid", "520f938e-c205-4857-92f0-787e39468302")),
-    ('LABEL="dpdata"', ("label", "dpdata")),
-    ("PARTUUID=872bb48c-01", ("partuuid", "872bb48c-01")),
-    ("PARTLABEL=data", ("partlabel", "data")),
-    ("/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1", ("path", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1")),
-    ("tmpfs", ("other", "tmpfs")),
-    ("server:/export", ("other", "server:/export")),
-])
-def test_fstab_spec(spec, expected):
-    assert _discover.fstab_spec(spec) == expected
-
-
-# ---------------------------------------------------------------------------------------------------
-# blkid, wipefs
-# ---------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("name", "rc", "stderr", "values", "error"), [
-    ("loop-clean.blkid.txt", 2, "", {}, None),
-    ("loop-ext4.blkid.txt", 0, "", {"TYPE": "ext4", "UUID": "520f938e-c205-4857-92f0-787e39468302",
-                                    "USAGE": "filesystem"}, None),
-    ("loop-dos-table.blkid.txt", 0, "", {"PTTYPE": "dos", "PTUUID": "872bb48c"}, None),
-    ("loop-ext4-mounted-part.blkid.txt", 0, "", {"TYPE": "ext4", "LABEL": "dpdata", "PART_ENTRY_UUID": "872bb48c-01",
-                                                 "PART_ENTRY_DISK": "7:2"}, None),
-    ("loop-swap-part.blkid.txt", 0, "", {"TYPE": "swap", "LABEL": "dpswap", "PART_ENTRY_UUID": "872bb48c-02"}, None),
-    # exit 2 is also "nothing found": only the message on stderr tells the failure apart
-    ("vda.blkid.txt", 2, "blkid: error: /dev/vda: Operation not permitted", {},
-     "blkid exit code 2: blkid: error: /dev/vda: Operation not permitted"),
-])
-def test_blkid_result(name, rc, stderr, values, error):
-    text = fixture(name)
-    found, problem = _discover.blkid_result(rc, "" if stderr else text, stderr)
-    assert {key: found[key] for key in values} == values
-    assert problem == error
-
-
-@pytest.mark.parametrize(("name", "signatures"), [
-    ("loop-clean.wipefs.json", []),
-    ("loop-ext4.wipefs.json", [{"device": "loop1", "offset": 1080, "type": "ext4",
-                                "uuid": "520f938e-c205-4857-92f0-787e39468302", "label": None}]),
-    ("loop-ext4-mounted.wipefs.json", [{"device": "loop4", "offset": 1080, "type": "ext4",
-                                        "uuid": "604770e4-8508-4efd-92ab-463e04f99bb7", "label": None}]),
-    ("loop-dos-table.wipefs.json", [{"device": "loop2", "offset": 510, "type": "dos", "uuid": None, "label": None}]),
-    ("lab-disc-n01-d0.wipefs.json", [{"device": "loop3", "offset": 1080, "type": "ext4",
-                                      "uuid": "a77f097e-6fa5-4337-99a0-8e7b0d1ecc59", "label": None}]),
-    ("lab-disc-n01-d1.wipefs.json", []),
-])
-def test_wipefs_fixtures(name, signatures):
-    assert _discover.wipefs_result(0, fixture(name), "") == (signatures, None)
-
-
-def test_wipefs_failure_and_bad_output_are_probe_errors():
-    assert _discover.wipefs_result(1, "", fixture("vda.wipefs.txt")) == (
-        [], "wipefs exit code 1: wipefs: error: /dev/vda: probing initialization failed: Operation not permitted")
-    signatures, error = _discover.wipefs_result(0, "DEVICE OFFSET TYPE UUID LABEL\nloop1 0x438 ext4", "")
-    assert signatures == [] and "wipefs JSON: expected JSON" in error
-
-
 @pytest.mark.parametrize(("kind", "expected"), [
     ("dos", "partition_table"), ("gpt", "partition_table"), ("PMBR", "partition_table"),
     ("ext4", "filesystem"), ("xfs", "filesystem"), ("linux_raid_member", "raid"), ("isw_raid_member", "raid"),
@@ -362,124 +192,8 @@ def test_signature_kind(kind, expected):
 
 
 # ---------------------------------------------------------------------------------------------------
-# smartctl, nvme-cli
+# Host facts: the service manager, the transport
 # ---------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("name", "exit_status", "message", "bits"), [
-    ("vda.smartctl-x.json", 1, "error: /dev/vda: Unable to detect device type", [0]),
-    ("loop.smartctl-x.json", 1, "error: /dev/loop0: Unable to detect device type", [0]),
-    ("vda.smartctl-x-d-sat.json", 2, "error: Smartctl open device: /dev/vda [SAT] failed: Operation not permitted", [1]),
-])
-def test_no_smart_here_is_data_not_an_error(name, exit_status, message, bits):
-    summary = _discover.parse_smartctl(fixture(name))
-    assert summary["available"] is False and summary["health"] == "unavailable" and summary["passed"] is None
-    assert summary["exit_status"] == exit_status and summary["messages"] == [message]
-    assert summary["exit_meanings"] == [_discover.SMARTCTL_EXIT_BITS[bit] for bit in bits]
-    assert summary["smartctl_version"] == "7.3" and summary["serial"] is None
-    assert _discover.smartctl_result(exit_status, fixture(name), "") == summary
-
-
-def test_smartctl_output_that_is_not_json_becomes_unavailable():
-    result = _discover.smartctl_result(127, "", "smartctl: not found\n")
-    assert result["available"] is False and result["health"] == "unavailable"
-    assert result["exit_status"] == 127 and "smartctl JSON: expected JSON" in result["messages"][0]
-    with pytest.raises(DiscoverError):
-        _discover.parse_smartctl('{"json_format_version": [1, 0]}')
-
-
-# Expected figures from each reference's .src.md (smartctl 6.7-7.1 on other machines).
-REFERENCE_EXPECTED = {
-    "scrutiny-smart-ata-full.json": dict(available=True, health="passed", exit_status=0, model="Samsung SSD 860 EVO 500GB",
-                                         serial="S3YZNB0KB00864E", firmware="RVT02B6Q", wwn="0x5002538e40a22954",
-                                         capacity_bytes=500107862016, temperature_c=36, power_on_hours=14551,
-                                         power_cycles=13, write_cache_enabled=True, rotation_rate=0),
-    "scrutiny-smart-fail.json": dict(available=False, health="unavailable", exit_status=2, model=None, serial=None,
-                                     temperature_c=None),
-    "scrutiny-smart-megaraid0.json": dict(available=True, health="passed", exit_status=4, model="WD4000FYYX",
-                                          firmware="00.0D1K4", capacity_bytes=4000787030016, temperature_c=36,
-                                          power_on_hours=37787, power_cycles=70, rotation_rate=7200),
-    "scrutiny-smart-nvme-failed.json": dict(available=True, health="passed", exit_status=0, firmware="2B2QEXE7",
-                                            capacity_bytes=500107862016, temperature_c=35, power_on_hours=12798),
-    "scrutiny-smart-scsi2.json": dict(available=True, health="passed", exit_status=0, vendor="SEAGATE",
-                                      model="SEAGATE ST1200MM0088", firmware="N004", capacity_bytes=1200243695616,
-                                      temperature_c=31, power_on_hours=5675),
-}
-
-
-@pytest.mark.skipif(not os.path.isdir(REFERENCE_SMART), reason="reference smartctl outputs not on this machine")
-@pytest.mark.parametrize("name", sorted(REFERENCE_EXPECTED))
-def test_smartctl_reference_outputs(name):
-    with open(os.path.join(REFERENCE_SMART, name)) as handle:
-        summary = _discover.parse_smartctl(handle.read())
-    assert {key: summary[key] for key in REFERENCE_EXPECTED[name]} == REFERENCE_EXPECTED[name]
-    if name == "scrutiny-smart-ata-full.json":
-        assert summary["ata"] == {"reallocated_sectors": 0, "pending_sectors": None, "offline_uncorrectable": None,
-                                  "udma_crc_errors": 0, "failing_now": []}
-    if name == "scrutiny-smart-megaraid0.json":
-        assert summary["ata"]["pending_sectors"] == 0 and summary["messages"] == [
-            "warning: Warning: This result is based on an Attribute check."]
-    if name == "scrutiny-smart-nvme-failed.json":
-        assert {key: summary["nvme"][key] for key in ("critical_warning", "percentage_used", "media_errors",
-                                                      "available_spare", "data_written_bytes")} == {
-            "critical_warning": 0, "percentage_used": 3, "media_errors": 7, "available_spare": 99,
-            "data_written_bytes": 65602088 * 512000}
-    if name == "scrutiny-smart-scsi2.json":
-        assert summary["scsi"] == {"grown_defects": 0, "read_uncorrected": 0, "write_uncorrected": 0}
-
-
-def test_nvme_cli_failure_on_this_vm_is_data():
-    assert _discover.nvme_result(1, "", fixture("loop.nvme-smart-log.txt")) == {
-        "available": False, "exit_status": 1, "messages": ["smart log: Invalid argument"]}
-
-
-# The two layouts of `nvme smart-log -o json`: nvme-cli up to 2.10 prints critical_warning as a number,
-# 2.11 as an object with the bits spelled out; temperature is in kelvin in both.
-@pytest.mark.parametrize(("log", "expected"), [
-    ({"critical_warning": 0, "temperature": 310, "avail_spare": 100, "spare_thresh": 10, "percent_used": 2,
-      "data_units_written": 36754, "media_errors": 0, "num_err_log_entries": 4, "power_on_hours": 215},
-     {"critical_warning": 0, "temperature_c": 37, "available_spare": 100, "available_spare_threshold": 10,
-      "percentage_used": 2, "data_written_bytes": 36754 * 512000, "media_errors": 0, "error_log_entries": 4,
-      "power_on_hours": 215, "passed": True}),
-    ({"critical_warning": {"value": 4, "available_spare": 0, "reliability_degraded": 1}, "temperature": 324,
-      "avail_spare": 100, "percent_used": 30, "media_errors": "3"},
-     {"critical_warning": 4, "temperature_c": 51, "percentage_used": 30, "media_errors": 3, "passed": False}),
-])
-def test_nvme_smart_log_layouts(log, expected):
-    health = _discover.nvme_result(0, json.dumps(log), "")
-    assert health["available"] is True
-    assert {key: health[key] for key in expected} == expected
-
-
-# ---------------------------------------------------------------------------------------------------
-# Host facts
-# ---------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("tool", "text", "version"), [
-    # first lines as printed on the project VM (LC_ALL=C)
-    ("dd", "dd (coreutils) 9.1\nCopyright (C) 2022 Free Software Foundation, Inc.\n", "9.1"),
-    ("fio", "fio-3.33\n", "3.33"),
-    ("sysbench", "sysbench 1.0.20\n", "1.0.20"),
-    ("ioping", "ioping 1.3\n", "1.3"),
-    ("smartctl", "smartctl 7.3 2022-02-28 r5338 [x86_64-linux-6.18.44-fc-v509] (local build)\n", "7.3"),
-    ("nvme", "nvme version 2.3 (git 2.3)\nlibnvme version 1.3 (git 1.3)\n", "2.3"),
-    ("bonnie++", "bonnie++: unrecognized option '--version'\nusage:\nbonnie++ [-d scratch-dir] [-c concurrency]\n\n"
-                 "Version: 2.00a\n", "2.00a"),
-    ("bonnie++", "usage: bonnie++\n", None),
-    ("dd", "", None),
-])
-def test_tool_versions(tool, text, version):
-    assert _discover.parse_tool_version(tool, text) == version
-
-
-def test_meminfo_and_os_release():
-    assert _discover.parse_meminfo("MemTotal:       24684100 kB\nMemFree:        22751000 kB\n") == 24684100 * 1024
-    assert _discover.parse_meminfo("") is None
-    release = _discover.parse_os_release('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
-                                         'VERSION_ID="12"\nVERSION_CODENAME=bookworm\nID=debian\n')
-    assert release == {"id": "debian", "version_id": "12", "name": "Debian GNU/Linux",
-                       "pretty_name": "Debian GNU/Linux 12 (bookworm)", "version_codename": "bookworm"}
 
 
 @pytest.mark.parametrize(("comm", "run_systemd", "openrc", "initd", "expected"), [
@@ -495,14 +209,6 @@ def test_meminfo_and_os_release():
 ])
 def test_service_manager(comm, run_systemd, openrc, initd, expected):
     assert _discover.service_manager(comm, run_systemd, openrc, initd) == expected
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("none [mq-deadline] kyber bfq \n", "mq-deadline"), ("[none] mq-deadline\n", "none"), ("none\n", "none"),
-    ("", None), (None, None),
-])
-def test_scheduler(text, expected):
-    assert _discover.parse_scheduler(text) == expected
 
 
 def test_transport_of_real_and_typical_nodes():
@@ -595,7 +301,7 @@ def test_unprobed_descendant_is_a_probe_error():
 
 def test_disk_record_of_the_vm_disk():
     host = vm_host()
-    smart = _discover.parse_smartctl(fixture("vda.smartctl-x.json"))
+    smart = parse_smartctl(fixture("vda.smartctl-x.json"))
     sysfs = {"serial": "overlayblk", "write_cache": "write back", "rotational": "1",
              "scheduler": "none [mq-deadline] kyber bfq"}
     record = vm_disk(host, "vda", sysfs=sysfs, smart=smart)
@@ -726,9 +432,9 @@ def test_exclusive_open_refusal(exclusive, expected):
 
 def test_lab_raw_disk_is_granted_and_filesystem_disk_refused():
     host = lab_host()
-    clean = {"loop7": {"signatures": _discover.parse_wipefs_json(fixture("lab-disc-n01-d1.wipefs.json")), "ids": {},
+    clean = {"loop7": {"signatures": parse_wipefs_json(fixture("lab-disc-n01-d1.wipefs.json")), "ids": {},
                        "error": None}}
-    used = {"loop3": {"signatures": _discover.parse_wipefs_json(fixture("lab-disc-n01-d0.wipefs.json")), "ids": {},
+    used = {"loop3": {"signatures": parse_wipefs_json(fixture("lab-disc-n01-d0.wipefs.json")), "ids": {},
                       "error": None}}
     images = "/dev/shm/diskproof-lab-disc/images/"
     raw = _discover.disk_record(host.topology.nodes["loop7"], {"loop_backing_file": images + "disc-n01-d1.img"}, None,
@@ -810,8 +516,8 @@ def test_a_selected_disk_mounted_only_read_only_or_as_a_subdirectory_is_skipped(
     mountinfo = ("22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
                  "109 105 7:3 / /srv/diskproof/d0 ro,relatime master:10 - ext4 /dev/loop3 rw\n"
                  "110 105 7:8 /sub /srv/sub rw,relatime - ext4 /dev/loop8 rw\n")
-    topology = _discover.Topology(_discover.parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
-    host = _discover.HostView(topology, _discover.parse_mountinfo(mountinfo), [], [], LAB_BLOCK_DEVS.get)
+    topology = _discover.Topology(parse_lsblk(fixture("lab-disc-n01.lsblk.json")))
+    host = _discover.HostView(topology, parse_mountinfo(mountinfo), [], [], LAB_BLOCK_DEVS.get)
     targets, skipped = _discover.selected_targets(host, ["loop3", "loop8", "loop7"], "raw_read")
     assert targets == [{"device": "/dev/loop7", "mode": "raw_read"}]
     assert skipped == {
@@ -827,12 +533,6 @@ def test_a_selection_that_leaves_nothing_names_every_disk_seen_and_what_to_do():
     assert message == ("select all_data_disks: no data disk found on rack6-n01 (vda: boot disk (/); loop0, loop1: type "
                        "loop is never a data disk). Set diskproof_targets (directories or devices to test), or change "
                        "diskproof_exclude / diskproof_select_loop_files")
-
-
-def test_discover_error_message():
-    error = DiscoverError("wipefs JSON", "a hexadecimal offset", "0xZZ\x07")
-    assert str(error) == "wipefs JSON: expected a hexadecimal offset; found: '0xZZ\\x07'"
-    assert isinstance(error, ValueError)
 
 
 def test_every_fixture_has_a_source_note():
@@ -900,15 +600,6 @@ def test_a_host_bound_entry_of_another_host_is_not_allow_listed_and_says_so():
                                            "host n01)"), refusals[0]["message"]
     assert _discover.raw_write_refusals("loop0", host.topology, [disk], True, ["n01:" + ALLOW_CLEAN[0]],
                                         host.boot_unknown, "n01") == []
-
-
-def test_mountinfo_is_read_by_the_one_parser_bench_plan_uses_too():
-    from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
-    text = fixture("nondisk-vm.mountinfo.txt")
-    assert _discover.parse_mountinfo(text) == _filesystems.parse_mountinfo(text)
-    with pytest.raises(DiscoverError) as caught:
-        _discover.parse_mountinfo("40 27 8:17 / /srv rw")
-    assert caught.value.source == "/proc/self/mountinfo" and "line 1" in caught.value.expected
 
 
 def test_not_a_disk_is_a_refusal_code_reported_right_after_not_directory():

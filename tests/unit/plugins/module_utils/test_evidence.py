@@ -20,6 +20,8 @@ import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _evidence as ev
 from ansible_collections.diskproof.fleet.plugins.module_utils._evidence import EvidenceError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.chronyc import parse_chronyc_tracking
+from test_parse_chronyc import CHRONYC_TRACKING  # chronyc tracking on Ubuntu, as the parser's test quotes it
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures")
@@ -127,124 +129,18 @@ def test_disk_class(name, vendor, scsi, expected):
     assert ev.disk_class(name, vendor, scsi) == expected
 
 
-# dmesg lines quoted from public reports (the syslog prefix "May 21 18:07:14 host kernel: " dropped):
-# https://github.com/Joshua-Riek/ubuntu-rockchip/issues/155 (NVMe) and
-# https://github.com/DIGImend/digimend-kernel-drivers/issues/136 (SATA disks sdc, sdd).
-NVME_LOG = """\
-[    8.010115] nvme nvme0: pci function 0004:41:00.0
-[    8.010201] nvme 0004:41:00.0: enabling device (0000 -> 0002)
-[    8.020289] nvme nvme0: missing or invalid SUBNQN field.
-[    8.025137] nvme nvme0: 8/0/0 default/read/poll queues
-[    8.029488]  nvme0n1: p1 p2
-[   40.991192] nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS read failed (134)
-[   43.992405] blk_update_request: I/O error, dev nvme0n1, sector 500118016 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0
-[   44.013048] nvme 0004:41:00.0: can't change power state from D3cold to D0 (config space inaccessible)
-[   44.064491] nvme nvme0: Removing after probe failure status: -19
-[   44.076587] Buffer I/O error on dev nvme0n1, logical block 62514752, async page read
-"""
-SATA_LOG = """\
-[    2.527322] sd 4:0:0:0: [sdc] Write cache: enabled, read cache: enabled, doesn't support DPO or FUA
-[    2.527621]  sdc: sdc1 sdc2
-[    2.528446] sd 4:0:0:0: [sdc] supports TCG Opal
-[    2.528448] sd 4:0:0:0: [sdc] Attached SCSI disk
-[    2.895842] clocksource: Switched to clocksource tsc
-[    2.999449] ata6: SATA link up 3.0 Gbps (SStatus 123 SControl 300)
-[    3.098175] sd 5:0:0:0: [sdd] 2930277168 512-byte logical blocks: (1.50 TB/1.36 TiB)
-[    3.098192] sd 5:0:0:0: [sdd] Write cache: enabled, read cache: enabled, doesn't support DPO or FUA
-[    3.117132]  sdd: sdd1 sdd2 sdd3 sdd4
-[    3.117386] sd 5:0:0:0: [sdd] Attached SCSI disk
-[    5.759123] EXT4-fs (sdb2): mounted filesystem with ordered data mode. Opts: (null)
-"""
-# Captured from this project's VM (dmesg, 2026-11-22): loop1 and loop10 both exist there.
-LOOP_LOG = """\
-[ 3774.174131] EXT4-fs (loop1): mounted filesystem 348540a9-b3b6-43e3-8f63-bea75512253e r/w with ordered data mode. Quota mode: none.
-[ 3774.176315] EXT4-fs (loop2): mounted filesystem dd55e4e1-af78-4480-99f6-de63c1792af3 r/w with ordered data mode. Quota mode: none.
-[ 4032.935783] operation not supported error, dev loop1, sector 262016 op 0x9:(WRITE_ZEROES) flags 0x20000800 phys_seg 0 prio class 2
-[ 4111.603529] loop1: detected capacity change from 0 to 2097152
-"""
-
-
-def test_dmesg_keeps_the_nvme_namespace_its_partitions_and_its_controller():
-    lines = ev.dmesg_lines(NVME_LOG, "nvme0n1")
-    assert len(lines) == 8
-    assert not any("enabling device" in line or "D3cold" in line for line in lines)   # name only the PCI address
-
-
-def test_dmesg_keeps_a_sata_disk_and_its_partitions_only():
-    lines = ev.dmesg_lines(SATA_LOG, "sdc")
-    assert [line.split("] ", 1)[1] for line in lines] == [
-        "sd 4:0:0:0: [sdc] Write cache: enabled, read cache: enabled, doesn't support DPO or FUA",
-        " sdc: sdc1 sdc2", "sd 4:0:0:0: [sdc] supports TCG Opal", "sd 4:0:0:0: [sdc] Attached SCSI disk"]
-    assert len(ev.dmesg_lines(SATA_LOG, "sdd")) == 4
-    assert ev.dmesg_lines(SATA_LOG, "sdb") == ["[    5.759123] EXT4-fs (sdb2): mounted filesystem with ordered data mode. "
-                                               "Opts: (null)"]
-    assert ev.dmesg_lines(SATA_LOG, "sdcc") == [] and ev.dmesg_lines(SATA_LOG, "sdd1") == ["[    3.117132]  sdd: sdd1 sdd2 sdd3 sdd4"]
-
-
-def test_dmesg_does_not_mix_loop1_with_loop10_or_loop2():
-    assert len(ev.dmesg_lines(LOOP_LOG, "loop1")) == 3
-    assert ev.dmesg_lines(LOOP_LOG, "loop10") == []
-    assert len(ev.dmesg_lines(LOOP_LOG, "loop2")) == 1
-
-
 # ---------------------------------------------------------------------------------------------
 # clock offset
 # ---------------------------------------------------------------------------------------------
 
-# chronyc tracking on Ubuntu, quoted from http://chinasem.cn/article/931648 (2024-04-24).
-CHRONYC_TRACKING = """\
-Reference ID    : AC1005E7 (ntpxx)
-Stratum         : 12
-Ref time (UTC)  : Tue Apr 23 07:24:09 2024
-System time     : 0.000001974 seconds slow of NTP time
-Last offset     : -0.000000769 seconds
-RMS offset      : 49509376.000000000 seconds
-Frequency       : 1.125 ppm slow
-Residual freq   : -0.000 ppm
-Skew            : 0.040 ppm
-Root delay      : 0.000241462 seconds
-Root dispersion : 0.011518663 seconds
-Update interval : 65.2 seconds
-Leap status     : Normal
-"""
-# timedatectl timesync-status, quoted from https://gist.github.com/virnik0/958455467ed96b294a23bd4c702cf0a1
-# (2022-02-18; the page shows the lines without timedatectl's right-aligned indentation).
-TIMESYNC_STATUS = """\
-Server: 10.43.16.1 (10.43.16.1)
-Poll interval: 1min 4s (min: 32s; max 34min 8s)
-Leap: normal
-Version: 4
-Stratum: 2
-Reference: C37190C9
-Precision: 4us (-18)
-Root distance: 33.637ms (max: 5s)
-Offset: +4.523ms
-Delay: 221us
-Jitter: 0
-Packet count: 1
-Frequency: +39,437ppm
-"""
 
-
-def test_chronyc_system_time_slow_is_a_negative_offset():
-    offset = ev.parse_chronyc_tracking(CHRONYC_TRACKING)
-    assert offset["offset_s"] == pytest.approx(-0.000001974)
-    assert offset["line"] == "System time     : 0.000001974 seconds slow of NTP time"
+def test_clock_offset_text_of_a_chronyc_offset():
+    offset = parse_chronyc_tracking(CHRONYC_TRACKING)
     text = ev.clock_offset_text(offset, [])
     assert text.startswith("clock offset: -0.000001974 s (this host's clock minus NTP time; chronyc tracking:")
 
 
-def test_timedatectl_offset_with_its_unit():
-    offset = ev.parse_timesync_status(TIMESYNC_STATUS)
-    assert offset["offset_s"] == pytest.approx(0.004523)
-    assert offset["source"] == "timedatectl timesync-status"
-    indented = TIMESYNC_STATUS.replace("Offset: ", "       Offset: ")
-    assert ev.parse_timesync_status(indented)["offset_s"] == pytest.approx(0.004523)
-
-
 def test_unknown_clock_offset_is_written_down_with_the_reasons():
-    assert ev.parse_chronyc_tracking("506 Cannot talk to daemon\n") is None
-    assert ev.parse_timesync_status("") is None
     text = ev.clock_offset_text(None, ["chronyc tracking: not installed", "timedatectl timesync-status: exit code 1"])
     assert text == "clock offset: unknown (chronyc tracking: not installed; timedatectl timesync-status: exit code 1)\n"
 

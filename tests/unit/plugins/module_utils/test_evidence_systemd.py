@@ -21,6 +21,7 @@ import subprocess
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _evidence as ev
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.chronyc import parse_chronyc_tracking
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "evidence")
@@ -96,48 +97,8 @@ def entry_of(commands, tool, *args):
 
 
 # ---------------------------------------------------------------------------------------------
-# the kernel log from the journal
+# the kernel log from the journal (its JSON read as dmesg lines: test_parse_kernel_log.py)
 # ---------------------------------------------------------------------------------------------
-
-def test_journal_kernel_messages_become_dmesg_lines_with_the_kernels_own_time():
-    text, count = ev.journal_kernel_text(JOURNAL_KERNEL[1].decode("utf-8"))
-    assert count == 80 and len(text.splitlines()) == 80
-    assert text.splitlines()[0] == "[12269.410034] dprack6br: port 1(dprack6h0) entered blocking state"
-    # One rule for both sources: the dmesg filter picks the disk's lines out of the journal's.
-    assert ev.dmesg_lines(text, "loop0") == [
-        "[12310.827640] EXT4-fs (loop0): mounted filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4 r/w with ordered data "
-        "mode. Quota mode: none.",
-        "[12310.829852] EXT4-fs (loop0): unmounting filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4."]
-    assert len(ev.dmesg_lines(text, "loop3")) == 2 and len(ev.dmesg_lines(text, "loop1")) == 1
-    assert ev.dmesg_lines(text, "loop10") == []
-
-
-@pytest.mark.parametrize(
-    ("line", "expected"),
-    [
-        # journalctl -o json writes a field that is not valid UTF-8 as an array of byte values (its documented
-        # JSON format); constructed here, no such kernel message was at hand to capture.
-        ('{"MESSAGE":[108,111,111,112,48,58,32,255],"_SOURCE_MONOTONIC_TIMESTAMP":"5000001"}',
-         "[    5.000001] loop0: \ufffd"),
-        # No kernel timestamp: journald's own reception time is the next best.
-        ('{"MESSAGE":"sd 0:0:0:0: [sda] Attached SCSI disk","__MONOTONIC_TIMESTAMP":"2527322"}',
-         "[    2.527322] sd 0:0:0:0: [sda] Attached SCSI disk"),
-        # A message over journalctl's field size limit is null without --all; with it, never.
-        ('{"MESSAGE":null,"_SOURCE_MONOTONIC_TIMESTAMP":"1"}', "[    0.000001] "),
-        # Two lines in one message: each a line, each with the time, so the per-line filter sees both.
-        ('{"MESSAGE":"nvme nvme0: I/O 12 QID 3 timeout\\nnvme0n1: aborting","_SOURCE_MONOTONIC_TIMESTAMP":"40991192"}',
-         "[   40.991192] nvme nvme0: I/O 12 QID 3 timeout\n[   40.991192] nvme0n1: aborting"),
-    ],
-    ids=["bytes", "no-kernel-time", "null", "two-lines"],
-)
-def test_journal_field_forms(line, expected):
-    text, count = ev.journal_kernel_text(line + "\n")
-    assert count == 1 and text.rstrip("\n") == expected
-
-
-def test_journal_lines_that_are_not_json_are_not_messages():
-    text, count = ev.journal_kernel_text("-- No entries --\n\n")
-    assert (text, count) == ("", 0)
 
 
 def test_kernel_lines_come_from_the_journal_when_dmesg_is_refused(tmp_path):
@@ -201,12 +162,6 @@ def test_bundle_commands_keep_the_journal_and_this_disks_lines_only():
 # the clock
 # ---------------------------------------------------------------------------------------------
 
-def test_timedatectl_show_says_whether_the_clock_is_ntp_synchronized():
-    found = ev.parse_timedatectl_show(TIMEDATECTL_SHOW[1].decode("utf-8"))
-    assert found == {"ntp_synchronized": False, "ntp": False, "can_ntp": True, "time": "Wed 2026-11-25 23:33:09 UTC",
-                     "timezone": "Etc/UTC", "local_rtc": False}
-    assert ev.parse_timedatectl_show("") is None
-
 
 @pytest.mark.parametrize(
     ("synced", "ntp", "can_ntp", "says"),
@@ -249,7 +204,7 @@ def test_clock_on_a_systemd_host_without_an_ntp_service(tmp_path):
 
 def test_unsynchronised_chrony_is_no_offset_of_zero(tmp_path):
     unsynced = (0, fixture("chronyc-tracking-unsynchronised.txt"), b"")
-    assert ev.parse_chronyc_tracking(unsynced[1].decode()) is None
+    assert parse_chronyc_tracking(unsynced[1].decode()) is None
     host, _taken, _commands = snapshot(tmp_path, [(["dmesg"], (0, b"", b"")), (["chronyc", "tracking"], unsynced),
                                                   (["timedatectl", "show"], TIMEDATECTL_SHOW)])
     text = (tmp_path / "ev" / "before" / "host" / "clock-offset.txt").read_text()
@@ -275,6 +230,18 @@ def test_timesync_status_is_asked_when_an_ntp_service_is_active(tmp_path):
     lines = taken["clock"].splitlines()
     assert lines[0].startswith("clock offset: +0.004523000 s (NTP offset of the last exchange")
     assert lines[1].startswith("NTP synchronized: yes (by an NTP service systemd manages")
+
+
+def test_timesync_status_that_times_out_gives_no_offset(tmp_path):
+    # NTP=yes, yet timesyncd cannot be reached: the lab's systemd host's real answer after 25 s.
+    text = TIMEDATECTL_SHOW[1].replace(b"NTP=no", b"NTP=yes")
+    host, taken, commands = snapshot(tmp_path, [(["dmesg"], (0, b"", b"")), (["timedatectl", "show"], (0, text, b"")),
+                                                (["timedatectl", "timesync-status"], TIMESYNC_TIMEOUT)])
+    assert ["timedatectl", "timesync-status"] in host.ran
+    first = taken["clock"].splitlines()[0]
+    assert first.startswith("clock offset: unknown (")
+    assert "timedatectl timesync-status: exit code 1: Failed to query server: Connection timed out" in first
+    assert entry_of(commands, "timedatectl", "timesync-status")["exit_code"] == 1
 
 
 def test_timesync_status_is_still_asked_when_timedatectl_show_cannot_say(tmp_path):

@@ -11,8 +11,9 @@ import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
 from ansible_collections.diskproof.fleet.plugins.module_utils._filesystems import (
-    FilesystemFacts, MountinfoError, classify_mount, mount_for_path, parse_mountinfo, refusal_message,
+    FilesystemFacts, classify_mount, mount_for_path, refusal_message,
 )
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, Settings, TargetFacts, build_plan
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "discover")
@@ -101,15 +102,6 @@ def test_the_mount_holding_a_path_is_the_deepest_and_the_top_of_a_stack():
     assert mount_for_path(mounts, "/tmp/ndcapx")["fstype"] == "ext4"          # a prefix of a name is no parent
     assert mount_for_path(mounts, "/dev/shm/x")["mount_point"] == "/dev/shm"
     assert mount_for_path(mounts, "/dev/shm/x")["maj_min"] == "0:27"          # the second /dev/shm, on top
-
-
-def test_parse_errors_name_the_line_and_what_was_expected():
-    with pytest.raises(MountinfoError) as caught:
-        parse_mountinfo("40 27 8:17 / /srv rw")
-    assert "line 1" in str(caught.value) and "/proc/self/mountinfo" in str(caught.value)
-    with pytest.raises(MountinfoError):
-        parse_mountinfo("40 27 817 / /srv rw - ext4 /dev/sdb1 rw")
-    assert parse_mountinfo("40 27 8:17 / /srv/my\\040data rw - ext4 /dev/sdb1 rw")[0]["mount_point"] == "/srv/my data"
 
 
 def test_the_refusal_names_type_mount_point_source_and_what_to_do():

@@ -514,7 +514,7 @@ def test_a_byte_count_dd_cannot_print_is_a_parse_error(summary):
 def test_report_shows_a_direction_less_rate_and_judges_it_once_the_direction_is_given():
     """The report names the kept figure and the fix instead of "no figure"; the same text parsed with
     direction=write is judged on that rate."""
-    from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
     text = fixture("gnu91-write-fdatasync.txt")
     target = {"path": "/srv/d0", "device": "sdb"}

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.diskstats import parse_diskstats
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.loadavg import parse_loadavg
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mdstat import parse_mdstat
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "quiesce"
 NOW = q.parse_utc_iso("2026-11-22T10:00:00Z")
@@ -217,8 +220,9 @@ def test_systemd_failures_are_reported():
         q.SystemdServices(run).stop(["cron.service"])
     with pytest.raises(q.QuiesceError, match="2 blocks for 1 units"):
         q.SystemdServices(FakeRunner(default=(0, "Id=a\n\nId=b\n", ""))).statuses(["a.service"])
+    # systemctl's own words where its show output should be: what the parser refuses, the quiesce reports
     with pytest.raises(q.QuiesceError, match="not systemctl show output"):
-        q.parse_systemctl_show("Unit cron.service could not be found.")
+        q.SystemdServices(FakeRunner(default=(0, "Unit cron.service could not be found.", ""))).statuses(["cron"])
     assert q.SystemdServices(run).statuses([]) == []
 
 
@@ -259,8 +263,8 @@ THRESHOLDS = {"max_busy_percent": 5, "max_iops": 20, "max_bytes_per_s": 1048576,
 
 
 def test_idle_capture_is_idle():
-    before, after = q.parse_diskstats(fixture("diskstats-idle-t0.txt")), q.parse_diskstats(fixture("diskstats-idle-t2.txt"))
-    load1 = q.parse_loadavg(fixture("loadavg-idle.txt"))[0]
+    before, after = parse_diskstats(fixture("diskstats-idle-t0.txt")), parse_diskstats(fixture("diskstats-idle-t2.txt"))
+    load1 = parse_loadavg(fixture("loadavg-idle.txt"))[0]
     sample = q.idle_sample(before, after, 2.0, ["vda"], load1, 2, THRESHOLDS)
     assert sample["idle"] is True, sample["reasons"]
     assert sample["devices"]["vda"] == {"iops": 2.0, "bytes_per_s": 73728.0, "busy_percent": 0.0, "in_flight": 0}
@@ -268,14 +272,14 @@ def test_idle_capture_is_idle():
 
 
 def test_load_threshold_applies_when_set():
-    before, after = q.parse_diskstats(fixture("diskstats-idle-t0.txt")), q.parse_diskstats(fixture("diskstats-idle-t2.txt"))
+    before, after = parse_diskstats(fixture("diskstats-idle-t0.txt")), parse_diskstats(fixture("diskstats-idle-t2.txt"))
     sample = q.idle_sample(before, after, 2.0, ["vda"], 1.03, 2, dict(THRESHOLDS, max_load_per_cpu=0.5))
     assert sample["idle"] is False
     assert sample["reasons"] == ["load 0.52 per CPU (1.03 on 2 CPUs) > 0.5"]
 
 
 def test_throttled_read_is_busy_by_iops_and_bytes_not_by_busy_percent():
-    before, after = q.parse_diskstats(fixture("diskstats-busy-t0.txt")), q.parse_diskstats(fixture("diskstats-busy-t2.txt"))
+    before, after = parse_diskstats(fixture("diskstats-busy-t0.txt")), parse_diskstats(fixture("diskstats-busy-t2.txt"))
     sample = q.idle_sample(before, after, 2.0, ["loop0"], 1.62, 2, THRESHOLDS)
     assert sample["devices"]["loop0"] == {"iops": 64.0, "bytes_per_s": 33554432.0, "busy_percent": 0.2, "in_flight": 0}
     assert sample["idle"] is False
@@ -287,7 +291,7 @@ def test_throttled_read_is_busy_by_iops_and_bytes_not_by_busy_percent():
     [(["sdq"], 2.0, "sdq is not in /proc/diskstats"), (["vda"], 0, "positive duration")],
 )
 def test_idle_sample_errors(devices, seconds, message):
-    stats = q.parse_diskstats(fixture("diskstats-idle-t0.txt"))
+    stats = parse_diskstats(fixture("diskstats-idle-t0.txt"))
     with pytest.raises(q.QuiesceError, match=message):
         q.idle_sample(stats, stats, seconds, devices, 0.0, 1, THRESHOLDS)
 
@@ -300,67 +304,8 @@ def test_busy_percent_is_capped_and_no_devices_judges_the_load_only():
     assert q.idle_sample(old, new, 2.0, [], 0.1, 4, dict(THRESHOLDS, max_load_per_cpu=0.5))["idle"] is True
 
 
-@pytest.mark.parametrize("text", ["   8       0 sda 1 2 3\n", "   8  0 sda a b c d e f g h i j k\n"])
-def test_parse_diskstats_refuses_other_text(text):
-    with pytest.raises(q.QuiesceError, match="not a /proc/diskstats line"):
-        q.parse_diskstats(text)
-
-
-def test_parse_loadavg_refuses_other_text():
-    with pytest.raises(q.QuiesceError, match="not /proc/loadavg"):
-        q.parse_loadavg("")
-
-
 # ---------------------------------------------------------------------------------------------
 # md arrays (real captures)
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("mdstat-raid6-check.txt", {"md127": ("raid6", "check", 40.4, None)}),
-        ("mdstat-raid5-reshape.txt", {"md0": ("raid5", "reshape", 37.6, None)}),
-        ("mdstat-raid5-recovery-replace.txt", {"md0": ("raid5", "recovery", 1.4, None)}),
-        ("mdstat-raid1-resync.txt", {"md127": ("raid1", "resync", 50.4, None)}),
-        ("mdstat-raid1-idle.txt", {"md127": ("raid1", None, None, None)}),
-        ("mdstat-raid1-inactive.txt", {"md127": (None, None, None, None)}),
-        ("mdstat-resync-delayed.txt", {"md1": ("raid5", "resync", None, "DELAYED"), "md0": ("raid1", "resync", 21.5, None)}),
-        ("mdstat-nested-raid10-idle.txt", {"md2": ("raid0", None, None, None), "md1": ("raid1", None, None, None),
-                                           "md0": ("raid1", None, None, None)}),
-    ],
-)
-def test_parse_mdstat_real_captures(name, expected):
-    arrays = q.parse_mdstat(fixture(name))
-    assert {array: (info["level"], info["action"], info["progress_percent"], info["waiting"])
-            for array, info in arrays.items()} == expected
-
-
-def test_parse_mdstat_members_keep_flagged_devices():
-    arrays = q.parse_mdstat(fixture("mdstat-raid5-recovery-replace.txt"))
-    assert arrays["md0"]["members"] == ["sdk1", "sdf1", "sdg1", "sdc1", "sde1", "sdb1"]
-    assert (arrays["md0"]["finish"], arrays["md0"]["speed"]) == ("1601.3min", "50071K/sec")
-    assert q.parse_mdstat(fixture("mdstat-nested-raid10-idle.txt"))["md2"]["members"] == ["md0", "md1"]
-
-
-def test_parse_mdstat_node_exporter_collection():
-    arrays = q.parse_mdstat(fixture("mdstat-node-exporter-collection.txt"))
-    assert len(arrays) == 12
-    busy = {name: (info["action"], info["progress_percent"], info["waiting"]) for name, info in arrays.items() if info["action"]}
-    assert busy == {"md6": ("recovery", 8.5, None), "md8": ("resync", 8.5, None), "md9": ("resync", None, "DELAYED"),
-                    "md11": ("resync", None, "PENDING")}
-    assert arrays["md11"]["level"] == "raid1"
-    assert (arrays["md219"]["level"], arrays["md219"]["members"]) == (None, ["sdb", "sdc", "sda"])
-    assert arrays["md4"]["state"] == "inactive"
-
-
-@pytest.mark.parametrize(("text", "arrays"), [("", {}), ("Personalities : \nunused devices: <none>\n", {})])
-def test_parse_mdstat_without_arrays(text, arrays):
-    assert q.parse_mdstat(text) == arrays
-
-
-def test_parse_mdstat_refuses_other_text():
-    with pytest.raises(q.QuiesceError, match="not /proc/mdstat"):
-        q.parse_mdstat("MemTotal:       24552916 kB\n")
 
 
 def whole_disks(name):
@@ -381,45 +326,8 @@ def whole_disks(name):
     ],
 )
 def test_md_activity_on_target_disks(name, targets, busy):
-    found = q.md_activity(q.parse_mdstat(fixture(name)), whole_disks, targets)
+    found = q.md_activity(parse_mdstat(fixture(name)), whole_disks, targets)
     assert [(item["array"], item["action"], item["shared_disks"]) for item in found] == busy
-
-
-# ---------------------------------------------------------------------------------------------
-# SMART self-tests (real smartctl JSON; the NVMe and SCSI running cases from smartmontools' names)
-
-
-@pytest.mark.parametrize(
-    ("name", "protocol", "in_progress", "remaining", "detail"),
-    [
-        ("smartctl70-ata-selftest-in-progress.json", "ata", True, 10, "in progress, 10% remaining"),
-        ("smartctl70-ata-selftest-completed.json", "ata", False, None, "completed without error"),
-        ("smartctl71-nvme-all.json", None, None, None, None),
-        ("smartctl73-virtio-no-smart.json", None, None, None, "/dev/vda: Unable to detect device type"),
-    ],
-)
-def test_smart_selftest_real_outputs(name, protocol, in_progress, remaining, detail):
-    result = q.smart_selftest(json.loads(fixture(name)))
-    assert (result["protocol"], result["in_progress"], result["remaining_percent"], result["detail"]) == (
-        protocol, in_progress, remaining, detail)
-
-
-@pytest.mark.parametrize(
-    ("document", "expected"),
-    [
-        ({"ata_smart_data": {"self_test": {"status": {"value": 249}}}}, ("ata", True, 90)),     # no remaining_percent key
-        ({"ata_smart_data": {"self_test": {"status": {"value": 0x19}}}}, ("ata", False, None)),  # aborted by host: not running
-        ({"nvme_self_test_log": {"current_self_test_operation": {"value": 1, "string": "Short self-test in progress"},
-                                 "current_self_test_completion_percent": 30}}, ("nvme", True, 70)),
-        ({"nvme_self_test_log": {"current_self_test_operation": {"value": 0, "string": "No self-test in progress"}}},
-         ("nvme", False, None)),
-        ({"scsi_self_test_status": {"in_progress": True}}, ("scsi", True, None)),
-        ([], (None, None, None)),
-    ],
-)
-def test_smart_selftest_table(document, expected):
-    result = q.smart_selftest(document)
-    assert (result["protocol"], result["in_progress"], result["remaining_percent"]) == expected
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,17 +337,6 @@ def test_smart_selftest_table(document, expected):
 def make_proc(root, pid, stat_text):
     (root / str(pid)).mkdir(parents=True)
     (root / str(pid) / "stat").write_text(stat_text)
-
-
-def test_parse_proc_stat_real_capture():
-    assert q.parse_proc_stat(fixture("proc-pid-stat.txt")) == ("R", 270611)
-
-
-def test_parse_proc_stat_with_parentheses_in_the_name():
-    text = "42 (odd) name)) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 5555 0 0\n"
-    assert q.parse_proc_stat(text) == ("S", 5555)
-    with pytest.raises(q.QuiesceError):
-        q.parse_proc_stat("garbage")
 
 
 def test_process_liveness_by_pid_and_start_time(tmp_path):

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import proc_cgroup, write_cache
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import empty_metrics
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "run")
@@ -72,7 +74,7 @@ def test_sample_cv(samples, expected):
 
 def test_sample_cv_is_the_reports_coefficient_of_variation():
     samples = [201.0, 197.5, 203.25, 188.0]
-    assert _run.sample_cv(samples) == _aggregate.coefficient_of_variation(samples)
+    assert _run.sample_cv(samples) == _metrics.coefficient_of_variation(samples)
 
 
 @pytest.mark.parametrize(
@@ -160,14 +162,8 @@ BYPASS_CASES = [
 
 @pytest.mark.parametrize("case", BYPASS_CASES)
 def test_bypass_reason_at_the_default_fraction_is_the_reports_cache_bypass(case):
-    assert _run.bypass_reason(case) == _aggregate.cache_bypass(case)[0]
-    assert _run.bypass_reason(case, 0.95) == _aggregate.cache_bypass(case)[0]
-
-
-@pytest.mark.parametrize("case", BYPASS_CASES)
-def test_device_shortfall_is_the_reports_rule_with_any_fraction(case):
-    # the path other fractions take, at the report's fraction: the same findings, word for word
-    assert _run.device_shortfall(case, _aggregate.CACHE_BYPASS_MIN_FRACTION) == _aggregate.cache_bypass(case)[0]
+    assert _run.bypass_reason(case) == _metrics.cache_bypass(case)[0]
+    assert _run.bypass_reason(case, 0.95) == _metrics.cache_bypass(case)[0]
 
 
 def test_bypass_reason_with_a_lower_fraction():
@@ -293,7 +289,7 @@ def test_write_cache_commands():
     ],
 )
 def test_parse_write_cache_public_outputs(transport, name, enabled, changeable):
-    assert _run.parse_write_cache(transport, fixture(name)) == (enabled, changeable)
+    assert write_cache.parse_write_cache(transport, fixture(name)) == (enabled, changeable)
 
 
 @pytest.mark.parametrize(
@@ -307,14 +303,14 @@ def test_parse_write_cache_public_outputs(transport, name, enabled, changeable):
     ],
 )
 def test_parse_write_cache_refuses_what_is_no_reading(transport, name, message):
-    with pytest.raises(_run.RunError) as caught:
-        _run.parse_write_cache(transport, fixture(name))
+    with pytest.raises(ParseError) as caught:
+        write_cache.parse_write_cache(transport, fixture(name))
     assert message in str(caught.value)
 
 
 def test_parse_write_cache_empty_output():
-    with pytest.raises(_run.RunError, match=r"last line \(no output\)"):
-        _run.parse_hdparm_write_cache("")
+    with pytest.raises(ParseError, match=r"last line \(no output\)"):
+        write_cache.parse_hdparm_write_cache("")
 
 
 # ---------------------------------------------------------------------------------------------- cache fence
@@ -329,13 +325,13 @@ PROC_V1 = """12:pids:/user.slice/user-0.slice/session-3.scope
 
 
 def test_parse_proc_cgroup():
-    found = _run.parse_proc_cgroup(PROC_V1)
+    found = proc_cgroup.parse_proc_cgroup(PROC_V1)
     assert found["memory"] == "/process_api/4051b4d7"
     assert found["cpu"] == found["cpuacct"] == "/"
     assert found[""] == "/"
     assert found["name=systemd"] == "/user.slice"
-    assert _run.parse_proc_cgroup("0::/system.slice/ssh.service\n") == {"": "/system.slice/ssh.service"}
-    assert _run.parse_proc_cgroup("garbage\n\n") == {}
+    assert proc_cgroup.parse_proc_cgroup("0::/system.slice/ssh.service\n") == {"": "/system.slice/ssh.service"}
+    assert proc_cgroup.parse_proc_cgroup("garbage\n\n") == {}
 
 
 def test_memory_controller_enabled():
@@ -345,7 +341,7 @@ def test_memory_controller_enabled():
 
 
 def test_fence_layout_v1_is_a_child_of_the_own_memory_cgroup():
-    layout = _run.fence_layout(1, _run.parse_proc_cgroup(PROC_V1), "diskproof-42-00ff", "/sys/fs/cgroup")
+    layout = _run.fence_layout(1, proc_cgroup.parse_proc_cgroup(PROC_V1), "diskproof-42-00ff", "/sys/fs/cgroup")
     assert layout == (1, "/sys/fs/cgroup/memory/process_api/4051b4d7/diskproof-42-00ff",
                       "/sys/fs/cgroup/memory/process_api/4051b4d7", "memory.limit_in_bytes", "memory.max_usage_in_bytes")
     root = _run.fence_layout(1, {"memory": "/"}, "diskproof-42-00ff", "/sys/fs/cgroup")

@@ -14,8 +14,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _aggregate as agg
-from ansible_collections.diskproof.fleet.plugins.module_utils import _render as render
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render
 from ansible_collections.diskproof.fleet.plugins.module_utils import _steady
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output

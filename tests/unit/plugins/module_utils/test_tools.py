@@ -39,3 +39,14 @@ def test_every_tool_a_plan_can_run_has_a_package():
     from ansible_collections.diskproof.fleet.plugins.module_utils._plan import CATALOG, SSD_PURGE_METHODS
     assert {entry.tool for entry in CATALOG.values()} <= set(PACKAGES)
     assert {"blkdiscard", "nvme", "hdparm"} <= set(PACKAGES) and SSD_PURGE_METHODS
+
+
+def test_one_version_table_for_discover_the_plan_and_the_evidence():
+    from ansible_collections.diskproof.fleet.plugins.module_utils import _discover, _evidence
+    from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
+    assert not hasattr(_discover, "TOOL_VERSION_ARGS")
+    # the snapshot asks every tool but bonnie++ (its package manager says its version), in the table's order
+    assert _evidence.VERSION_COMMANDS == (
+        ("dd", ["dd", "--version"]), ("fio", ["fio", "--version"]), ("sysbench", ["sysbench", "--version"]),
+        ("ioping", ["ioping", "-v"]), ("smartctl", ["smartctl", "--version"]), ("nvme", ["nvme", "version"]))
+    assert [tool for tool, _argv in _evidence.VERSION_COMMANDS] == [tool for tool in TOOL_VERSION_ARGS if tool != "bonnie++"]

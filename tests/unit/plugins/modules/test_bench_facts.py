@@ -1,4 +1,5 @@
-"""bench_facts: parse-only and argv runs end to end through AnsibleModule (no mocks of the parsers)."""
+"""bench_facts: parse-only end to end through AnsibleModule (no mocks of the parsers): read-only, nothing
+run or written; its deprecated job options still run the job (bench_run's tests cover the runs)."""
 from __future__ import annotations
 
 import hashlib
@@ -7,11 +8,12 @@ import os
 import re
 import shutil
 import stat
+import subprocess
+import tempfile
 
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
 from ansible_collections.diskproof.fleet.plugins.modules import bench_facts
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
@@ -149,7 +151,6 @@ def test_fail_on_error_false_keeps_the_failure_in_the_record_only(capsys):
         ({"content": "x", "drop_caches": True}, "drop_caches is True but any of the following are missing: argv, sweep"),
         ({"content": "x", "device_io": True}, "device_io is True but any of the following are missing: argv, sweep"),
         ({"src": "/x", "creates": "/y"}, "missing parameter(s) required by 'creates': argv"),
-        ({"argv": []}, "argv must name a command"),
         ({"src": "/nonexistent/diskproof.log"}, "cannot read src=/nonexistent/diskproof.log"),
     ],
 )
@@ -157,108 +158,6 @@ def test_argument_errors(capsys, args, message):
     code, result = run_module(capsys, **args)
     assert code == 1
     assert message in result["msg"]
-
-
-def test_argv_in_check_mode_does_not_run(capsys, tmp_path):
-    out = tmp_path / "never-written"
-    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % out, "bs=4096", "count=1"],
-                              _ansible_check_mode=True)
-    assert code == 0
-    assert result["changed"] is False
-    assert records(result) == []
-    assert result["msg"] == "check mode: dd not run"
-    assert not out.exists()
-
-
-@needs_dd
-def test_argv_runs_dd_and_records_the_run(capsys, tmp_path):
-    out = tmp_path / "diskproof.testfile"
-    argv = ["dd", "if=/dev/zero", "of=%s" % out, "bs=65536", "count=16", "conv=fdatasync"]
-    code, result = run_module(capsys, argv=argv, test="dd_seq_write", target={"path": str(tmp_path)}, creates=str(out))
-    assert code == 0
-    assert result["changed"] is True
-    assert result["created"] == [str(out)]
-    (record,) = records(result)
-    assert record["command"] == argv
-    assert record["exit_code"] == 0
-    assert ISO_UTC.match(record["started"]) and ISO_UTC.match(record["finished"])
-    assert record["bytes"] == 1048576 == out.stat().st_size
-    assert record["metrics"]["write_bytes_per_s"] == pytest.approx(1048576 / record["seconds"], rel=1e-12)
-    assert record["target"]["device"] == _blockdev.whole_disk_name(str(tmp_path))
-    assert re.match(r"^\d+(\.\d+)+$", record["tool_version"])  # from `dd --version`
-    if record["target"]["device"] is None:
-        assert record["device_io"] is None
-        assert "device_io unknown" in record["warnings"][-1]
-    else:
-        assert set(record["device_io"]) == {"read_bytes", "write_bytes"}
-
-
-@needs_dd
-def test_argv_refuses_to_overwrite_creates(capsys, tmp_path):
-    out = tmp_path / "diskproof.testfile"
-    out.write_text("keep me")
-    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % out, "count=1"], creates=str(out))
-    assert code == 1
-    assert "exists already" in result["msg"]
-    assert out.read_text() == "keep me"
-
-
-@needs_dd
-def test_argv_tool_failure_names_tool_command_exit_code_and_error_line(capsys, tmp_path):
-    argv = ["dd", "if=%s" % (tmp_path / "missing"), "of=/dev/null"]
-    code, result = run_module(capsys, argv=argv, device_io=False)
-    assert code == 1
-    assert result["msg"] == (
-        "dd failed (exit code 1): dd: failed to open '%s': No such file or directory; command: %s"
-        % (tmp_path / "missing", " ".join(argv))
-    )
-    (record,) = records(result)
-    assert (record["exit_code"], record["bytes"], record["device_io"]) == (1, None, None)
-
-
-@needs_fio
-def test_argv_fio_without_json_still_gives_an_error_record(capsys, tmp_path):
-    argv = ["fio", "--name=bad-engine", "--directory=%s" % tmp_path, "--size=1M", "--rw=read",
-            "--ioengine=nonexistent", "--output-format=json"]
-    code, result = run_module(capsys, argv=argv, fail_on_error=False)
-    assert code == 0
-    (record,) = records(result)
-    assert record["tool"] == "fio"
-    assert record["exit_code"] == 1
-    assert "fio: engine nonexistent not loadable" in record["error"]
-    assert record["tool_version"] == fio_version()
-
-
-def test_drop_caches_failure_is_a_clear_failure(capsys, monkeypatch):
-    def refuse():
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(_blockdev, "drop_caches", refuse)
-    code, result = run_module(capsys, argv=["true"], drop_caches=True)
-    assert code == 1
-    assert result["msg"].startswith("drop_caches=true but the page cache cannot be dropped")
-
-
-def test_non_zero_exit_without_tool_error_marks_the_records(capsys, tmp_path):
-    script = tmp_path / "dd"
-    with open(fixture_path("dd", "gnu91-write-fdatasync.txt"), encoding="utf-8") as handle:
-        captured = handle.read()
-    # a stand-in that prints a real capture and exits 3 (as if killed after finishing)
-    script.write_text("#!/bin/sh\ncat <<'EOF' >&2\n%sEOF\nexit 3\n" % captured)
-    script.chmod(0o755)
-    code, result = run_module(capsys, argv=[str(script), "of=/dev/null"], direction="write", device_io=False)
-    assert code == 1
-    (record,) = records(result)
-    assert record["error"] == "exit code 3: 134217728 bytes (134 MB, 128 MiB) copied, 2.73932 s, 49.0 MB/s"
-    assert record["bytes"] == 134217728
-    assert result["msg"].startswith("dd failed (exit code 3): exit code 3: ")
-
-
-def fio_version():
-    import subprocess
-
-    banner = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=False).stdout.strip()
-    return banner[4:] if banner.startswith("fio-") else banner
 
 
 # src= is read only when it is a regular file (a symlink to one is fine) of at most src_max_bytes: a
@@ -280,6 +179,7 @@ def _not_regular_files(tmp_path):
     ]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mknod of a block device node (CAP_MKNOD)")
 def test_src_that_is_not_a_regular_file_is_refused_before_it_is_read(capsys, tmp_path):
     for path, kind in _not_regular_files(tmp_path):
         code, result = run_module(capsys, src=path)
@@ -324,3 +224,130 @@ def test_src_max_bytes_must_be_positive(capsys):
     code, result = run_module(capsys, src=fixture_path("dd", "gnu91-write-fdatasync.txt"), src_max_bytes=0)
     assert code == 1
     assert result["msg"] == "src_max_bytes must be 1 or more, got 0"
+
+
+def test_job_file_needs_argv(capsys):
+    code, result = run_module(capsys, content="x", job_file="[job]\n")
+    assert code == 1
+    assert "missing parameter(s) required by 'job_file': argv" in result["msg"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"content": "x", "repeats": 2}, "repeats only with argv or sweep"),
+        ({"content": "x", "setup": [["true"]], "write_cache": "off", "state_dir": "/nonexistent"},
+         "setup, write_cache only with argv or sweep"),
+    ],
+)
+def test_job_options_without_argv_are_refused(capsys, args, message):
+    code, result = run_module(capsys, **args)
+    assert code == 1
+    assert message in result["msg"]
+
+
+def test_elapsed_s_when_parsing_only(capsys):
+    code, result = run_module(capsys, content="1+0 records in\n1+0 records out\n512 bytes copied, 0.5 s, 1.0 kB/s\n",
+                              tool="dd", direction="write")
+    assert code == 0
+    assert isinstance(result["elapsed_s"], float)
+
+
+# ---------------------------------------------------------------------------------------------- read-only
+
+
+def tree(root):
+    """Every path under root with its type, size, mode and mtime: what a write would change."""
+    found = {}
+    for directory, names, files in os.walk(root):
+        for name in names + files:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            found[path] = (stat.S_IFMT(info.st_mode), info.st_size, info.st_mode, info.st_mtime_ns)
+    return found
+
+
+def test_parsing_runs_nothing_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    src = tmp_path / "dd.log"
+    with open(fixture_path("dd", "gnu91-write-fdatasync.txt"), "rb") as handle:
+        src.write_bytes(handle.read())
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))   # a temporary file would show in the tree
+    started = []
+
+    def no_process(*args, **kwargs):
+        started.append(args)
+        raise AssertionError("bench_facts started a process while parsing: %r" % (args,))
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    before = tree(tmp_path)
+    code, result = run_module(capsys, src=str(src), direction="write", test="dd_seq_write",
+                              target={"path": str(tmp_path)})
+    assert code == 0, result
+    code, again = run_module(capsys, content=src.read_text(), direction="write", test="dd_seq_write",
+                             target={"path": str(tmp_path)}, _ansible_check_mode=True)
+    assert code == 0, again
+    assert tree(tmp_path) == before
+    assert started == []
+    assert (result["changed"], result["created"], again["changed"]) == (False, [], False)
+    assert records(result)[0]["bytes"] == records(again)[0]["bytes"] == 134217728
+    assert not result.get("deprecations")
+
+
+# ---------------------------------------------------------------------------------------------- deprecated job options
+
+
+def deprecations(result):
+    """(msg, version, collection) of each deprecation (ansible-core 2.19 nests msg in an event)."""
+    found = []
+    for item in result.get("deprecations", []):
+        msg = item["event"]["msg"] if "event" in item else item["msg"]
+        collection = item.get("collection_name") or (item.get("deprecator") or {}).get("resolved_name")
+        found.append((msg, item.get("version"), collection))
+    return found
+
+
+@pytest.fixture
+def no_earlier_deprecations():
+    """Deprecations collect in a process-wide dict: start from none."""
+    from ansible.module_utils.common import warnings
+
+    warnings._global_deprecations.clear()
+    yield
+    warnings._global_deprecations.clear()
+
+
+@needs_dd
+def test_argv_still_runs_the_job_with_a_deprecation(capsys, tmp_path, no_earlier_deprecations):
+    out = tmp_path / "diskproof.testfile"
+    argv = ["dd", "if=/dev/zero", "of=%s" % out, "bs=4096", "count=4"]
+    code, result = run_module(capsys, argv=argv, direction="write", test="dd_seq_write", creates=str(out),
+                              device_io=False)
+    assert code == 0, result
+    assert (result["changed"], result["created"]) == (True, [str(out)])
+    assert out.stat().st_size == 16384
+    (record,) = records(result)
+    assert (record["command"], record["exit_code"], record["bytes"]) == (argv, 0, 16384)
+    assert ISO_UTC.match(record["started"])
+    assert record["samples"] == [record["metrics"]["write_bytes_per_s"]]   # bench_run's run fields
+    ((msg, version, collection),) = deprecations(result)
+    assert "use diskproof.fleet.bench_run" in msg
+    assert (version, collection) == ("1.0.0", "diskproof.fleet")
+
+
+def test_a_failing_deprecated_run_carries_the_deprecation_too(capsys, tmp_path, no_earlier_deprecations):
+    code, result = run_module(capsys, argv=["/nonexistent/diskproof-tool"], creates=str(tmp_path / "f"))
+    assert code == 1
+    assert "/nonexistent/diskproof-tool not found in PATH" in result["msg"]
+    ((msg, version, _collection),) = deprecations(result)
+    assert "use diskproof.fleet.bench_run" in msg and version == "1.0.0"
+
+
+def test_deprecated_argv_in_check_mode_runs_nothing(capsys, tmp_path, no_earlier_deprecations):
+    out = tmp_path / "never-written"
+    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % out, "count=1"], _ansible_check_mode=True)
+    assert (code, result["changed"], records(result)) == (0, False, [])
+    assert not out.exists()
+    assert len(deprecations(result)) == 1

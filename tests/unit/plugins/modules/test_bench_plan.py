@@ -25,6 +25,7 @@ def run_module(capsys, check_mode=False, **args):
     return caught.value.code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.requires_tools("fio")   # the quick profile's tools are probed
 def test_plan_creates_only_the_run_directory(tmp_path, capsys):
     code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], profile="quick", memory_bytes=16 * MIB,
                               run_id="t1", reserve_min_bytes=0)
@@ -41,6 +42,7 @@ def test_plan_creates_only_the_run_directory(tmp_path, capsys):
     assert result["memory_bytes"] == 16 * MIB and result["run_id"] == "t1"
 
 
+@pytest.mark.requires_tools("fio", "sysbench", "ioping")   # the standard profile's tools are probed
 def test_check_mode_plans_and_creates_nothing(tmp_path, capsys):
     code, result = run_module(capsys, check_mode=True, targets=[{"path": str(tmp_path)}], memory_bytes=16 * MIB,
                               reserve_min_bytes=0)
@@ -85,6 +87,7 @@ def test_refusals_write_nothing(tmp_path, capsys, args, message):
     assert result["run_dirs"] == [] and os.listdir(tmp_path) == []
 
 
+@pytest.mark.requires_tools("fio", "sysbench", "ioping")   # the standard profile's tools are probed
 def test_an_existing_run_directory_is_never_reused(tmp_path, capsys):
     (tmp_path / "diskproof-t3").mkdir()
     (tmp_path / "diskproof-t3" / "keep").write_text("not ours")

@@ -25,6 +25,7 @@ def run_module(capsys, **args):
     return caught.value.code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.requires_tools("fio")
 def test_the_tools_of_the_plan_are_probed_and_returned(tmp_path, capsys):
     code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], tests=["fio_rand_read"],
                               memory_bytes=16 * MIB, reserve_min_bytes=0, cache_fence_bytes=0)
@@ -48,6 +49,7 @@ def test_a_missing_tool_is_refused_naming_its_package(tmp_path, capsys, monkeypa
     assert "dd is not installed" not in result["msg"] and os.listdir(tmp_path) == []
 
 
+@pytest.mark.requires_tools("fio")   # the quick profile's tools are probed
 def test_a_fenced_plan_without_a_memory_cgroup_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
     def no_memory_cgroup(pid, token, *args, **kwargs):   # stand-in: a host without the memory cgroup controller
         raise _run.RunError("no memory cgroup controller: neither /sys/fs/cgroup/cgroup.controllers (cgroup v2) nor "

@@ -10,12 +10,13 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
 from ansible_collections.diskproof.fleet.plugins.modules import disk_facts
 
 
 def filesystem_of(path):
     with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-        return _filesystems.mount_for_path(_filesystems.parse_mountinfo(handle.read()), os.path.realpath(path))
+        return _filesystems.mount_for_path(parse_mountinfo(handle.read()), os.path.realpath(path))
 
 
 needs_tmpfs_and_disk = pytest.mark.skipif(

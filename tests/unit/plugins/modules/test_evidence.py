@@ -46,6 +46,8 @@ def mode(path):
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
+@pytest.mark.requires_tools("smartctl", "udevadm")
+@pytest.mark.requires_root("the kernel log of vda (dmesg under kernel.dmesg_restrict=1, or the journal)")
 def test_snapshot_before_and_after_of_vda(tmp_path, capsys):
     root = str(tmp_path / "ev")
     code, result = run_module(capsys, state="snapshot", phase="before", dir=root, devices=["vda"])

@@ -268,8 +268,8 @@ def test_a_job_outliving_the_lease_keeps_the_lock(tmp_path):
     data.mkdir()
     job = ["fio", "--name=lease", "--filename=%s" % (data / "f"), "--size=1m", "--rw=write", "--bs=4k", "--rate=200k",
            "--output-format=json"]
-    bench = start_module(tmp_path, "bench_facts", {"argv": job, "direction": "write", "device_io": False,
-                                                   "state_dir": str(state_dir), "lock_run_id": "run-long"})
+    bench = start_module(tmp_path, "bench_run", {"argv": job, "direction": "write", "device_io": False,
+                                                 "state_dir": str(state_dir), "lock_run_id": "run-long"})
     started = time.monotonic()
     time.sleep(3.5)      # the quiesce's lease ran out 1.5 s ago; the job is still running
     assert bench.poll() is None, "the fio job ended too early to prove anything"
@@ -291,8 +291,8 @@ def test_a_step_whose_lock_was_taken_over_refuses_to_run(tmp_path):
     state_dir = tmp_path / "state"
     assert not run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-new", CONTROLLER_B)).get("failed")
     marker = tmp_path / "ran"
-    result = run_module(tmp_path, "bench_facts", {"argv": ["touch", str(marker)], "state_dir": str(state_dir),
-                                                  "lock_run_id": "run-old", "device_io": False})
+    result = run_module(tmp_path, "bench_run", {"argv": ["touch", str(marker)], "state_dir": str(state_dir),
+                                                "lock_run_id": "run-old", "device_io": False})
     assert result.get("failed"), result
     assert "held by run run-new" in result["msg"] and "not by this run (run-old)" in result["msg"], result["msg"]
     assert not marker.exists()
@@ -319,7 +319,7 @@ def commit_rate_job(target_dir):
 
 
 def kill_commit_rate_job_with_cache_off(tmp_path, state_dir):
-    """Start the commit-rate bench_facts, wait until the stand-in cache reads off and fio runs, SIGKILL the module."""
+    """Start the commit-rate bench_run, wait until the stand-in cache reads off and fio runs, SIGKILL the module."""
     folder, cache, log = stand_in_hdparm(tmp_path, cache="1")
     target_dir = tmp_path / "target"
     target_dir.mkdir()
@@ -328,7 +328,7 @@ def kill_commit_rate_job_with_cache_off(tmp_path, state_dir):
     args = {"argv": job["argv"], "job_file": job_file, "test": job["test"], "target": job["target"],
             "params": job["params"], "write_cache": "off", "repeats": 1, "device_io": False,
             "state_dir": str(state_dir)}
-    bench = start_module(tmp_path, "bench_facts", args, path_prefix=str(folder))
+    bench = start_module(tmp_path, "bench_run", args, path_prefix=str(folder))
     tools = []
 
     def measuring():
@@ -378,7 +378,7 @@ def test_sigkill_with_the_cache_off_then_the_next_run_records_on_as_the_original
     args = dict(args, argv=["dd", "if=/dev/zero", "of=%s" % (tmp_path / "target" / "again"), "bs=8192", "count=20",
                             "oflag=dsync"], job_file=None, test="dd_commit_again")
     args = {key: value for key, value in args.items() if value is not None}
-    result = run_module(tmp_path, "bench_facts", args, path_prefix=str(folder))
+    result = run_module(tmp_path, "bench_run", args, path_prefix=str(folder))
     assert not result.get("failed"), result
     (record,) = result["ansible_facts"]["diskproof_results"]
     assert record["write_cache"] == {"before": True, "during": False, "restored": True, "method": "hdparm"}
@@ -398,8 +398,8 @@ def test_a_second_toggle_never_overwrites_the_recorded_original(tmp_path):
         "schema": 1, "kind": "diskproof-write-cache",
         "devices": {DEVICE: {"enabled": True, "method": "hdparm", "transport": "ata",
                              "recorded": "2026-11-25T00:00:00Z", "run_id": "run-killed", "wwid": None}}}))
-    result = run_module(tmp_path, "bench_facts", {"argv": ["true"], "setup": [["false"]], "write_cache": "off",
-                                                  "target": {"device": DEVICE}, "state_dir": str(state_dir)},
+    result = run_module(tmp_path, "bench_run", {"argv": ["true"], "setup": [["false"]], "write_cache": "off",
+                                                "target": {"device": DEVICE}, "state_dir": str(state_dir)},
                         path_prefix=str(folder))
     assert result.get("failed") and "setup command 1 failed" in result["msg"], result
     assert cache.read_text() == "1\n"

@@ -1,4 +1,4 @@
-"""bench_facts with run_dir (the identity bench_plan returns): the run directory re-verified before every
+"""bench_run with run_dir (the identity bench_plan returns): the run directory re-verified before every
 tool run, work directories made through its descriptor, nothing written or removed through a swap.
 
 Real dd on temporary directories. Where the swap must happen between two runs of one job, a wrapper
@@ -15,7 +15,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _paths
-from ansible_collections.diskproof.fleet.plugins.modules import bench_facts
+from ansible_collections.diskproof.fleet.plugins.modules import bench_run
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
               pytest.mark.skipif(shutil.which("dd") is None, reason="dd not installed")]
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
 def run_module(capsys, **args):
     with patch_module_args(args):
         with pytest.raises(SystemExit) as caught:
-            bench_facts.main()
+            bench_run.main()
     return caught.value.code, json.loads(capsys.readouterr().out)
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/_junit.py: report dict -> junit.xml, valid against the JUnit XSD (tests/unit/plugins/callback/junit.xsd)."""
+"""plugin_utils/_junit.py: report dict -> junit.xml, valid against the JUnit XSD (tests/unit/plugins/callback/junit.xsd)."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,7 +11,7 @@ import pytest
 from lxml import etree
 
 _ROOT = Path(__file__).resolve().parents[4]
-_SPEC = importlib.util.spec_from_file_location("diskproof_junit_under_test", _ROOT / "plugins" / "module_utils" / "_junit.py")
+_SPEC = importlib.util.spec_from_file_location("diskproof_junit_under_test", _ROOT / "plugins" / "plugin_utils" / "_junit.py")
 junit = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(junit)
 SCHEMA = etree.XMLSchema(etree.parse(str(_ROOT / "tests" / "unit" / "plugins" / "callback" / "junit.xsd")))

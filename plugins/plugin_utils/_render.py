@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Human-readable renderings of a diskproof report dict: ``report.md`` and ``report.html``.
 
-Pure Python (no Ansible imports, standard library only) so the callback, tools and pytest call it
-directly. Both renderers take the dict ``_aggregate.build_report`` returns (what ``report.json``
+Pure Python (no Ansible imports; the standard library and the judge's names) so the callback, tools
+and pytest call it directly. Both renderers take the dict ``_aggregate.build_report`` returns (what ``report.json``
 holds) and are defensive: every field is read with a default, unknown verdicts and extra keys are
 shown as they are, and a missing or null field never raises.
 
@@ -33,14 +33,12 @@ import re
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-DEFAULT_OUTLIER_FRACTION = 0.15
-METRIC_IOPS = "iops"
-METRIC_BYTES_PER_S = "bytes_per_s"
-VERDICT_PASS = "pass"
+from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import DEFAULT_OUTLIER_FRACTION, VERDICT_PASS
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import VERDICTS as VERDICT_ORDER
 
-# Worst first, as _aggregate.VERDICTS; a report's rules.verdict_precedence, when present, wins.
+# VERDICT_ORDER: worst first; a report's rules.verdict_precedence, when present, wins.
 # Verdicts listed nowhere sort just before pass.
-VERDICT_ORDER = ("error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass")
 # Verdict -> style class: "bad" (no valid figure), "warn" (figure judged too low or unsteady),
 # "muted" (nothing measured), "ok".
 _VERDICT_CLASS = {
@@ -960,7 +958,7 @@ def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) 
         coordinates = " ".join("%.1f,%.1f" % xy(offset, rate) for offset, rate in points)
         parts.append('<polyline class="zline" points="%s" stroke="%s"%s><title>%s</title></polyline>' % (
             coordinates, colour, ' stroke-dasharray="%s"' % dash if dash else "", _esc("%s %s %s" % (host, device, path))))
-        end_x, end_y = xy(*points[-1])
+        _end_x, end_y = xy(*points[-1])
         for used in sorted(label_ys):
             if abs(end_y - used) < 13:
                 end_y = used + 13

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""report.md and report.html from module_utils/_render.py: the real lab report (rack6, one slow
+"""report.md and report.html from plugin_utils/_render.py: the real lab report (rack6, one slow
 host) checked row by row, plus synthetic edge cases: empty, only not_measured, hostile host names,
 missing fields, and the report additions under way (new verdicts, reasons, model groups, ZCAV)."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 # Loaded by path: the module is pure Python and needs no collection loader.
 _ROOT = Path(__file__).resolve().parents[4]
-_SPEC = importlib.util.spec_from_file_location("diskproof_render_under_test", _ROOT / "plugins" / "module_utils" / "_render.py")
+_SPEC = importlib.util.spec_from_file_location("diskproof_render_under_test", _ROOT / "plugins" / "plugin_utils" / "_render.py")
 render = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(render)
 
@@ -35,8 +35,7 @@ class _Page(HTMLParser):
     """Collects tables (rows of cell texts), tag balance, and every attribute for the checks."""
 
     VOID = {"meta", "br", "img", "input", "link", "hr", "col", "area", "base", "source", "wbr"}
-    # SVG elements written self-closing (<rect .../>) are fine in HTML5; they must not be counted.
-    SELF_CLOSING = {"rect", "line", "circle", "path", "polyline", "stop"}
+    # SVG elements written self-closing (<rect .../>) arrive in handle_startendtag: never on the stack.
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -233,9 +232,9 @@ def test_html_band_follows_rules_outlier_fraction(lab):
 
 
 def test_rejudged_by_aggregate_renders(lab):
-    """The fixture's records judged again by module_utils/_aggregate.py as it is now (whatever the
+    """The fixture's records judged again by plugin_utils/_aggregate.py as it is now (whatever the
     report schema): the renderers take build_report's dict as it comes."""
-    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_render", _ROOT / "plugins" / "module_utils" / "_aggregate.py")
+    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_render", _ROOT / "plugins" / "plugin_utils" / "_aggregate.py")
     aggregate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(aggregate)
     records_by_host = {}
@@ -464,7 +463,7 @@ def test_passed_summary_and_all_pass():
 # ---------------------------------------------------------------------------------------------
 
 def _aggregate_module():
-    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_fleet", _ROOT / "plugins" / "module_utils" / "_aggregate.py")
+    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_fleet", _ROOT / "plugins" / "plugin_utils" / "_aggregate.py")
     aggregate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(aggregate)
     return aggregate
@@ -581,3 +580,10 @@ def test_charts_draw_the_worst_chart_limit_results():
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
     assert [chart.count('class="bar warn"') for chart in charts] == [50, 50]
     assert page.count("Only results that are not pass: the 50 worst of 120. ") == 2
+
+
+def test_every_verdict_of_the_judge_has_a_style_and_its_order():
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
+
+    assert render.VERDICT_ORDER == _aggregate.VERDICTS
+    assert set(render._VERDICT_CLASS) == set(_aggregate.VERDICTS)

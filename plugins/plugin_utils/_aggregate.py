@@ -41,26 +41,29 @@ The primary metric of a record (``primary_metric``):
 
 Scale: a record is read once, into ``RecordFacts`` (``record_facts``): the few immutable values
 judging and the writers need. Judging works on facts and yields compact ``Entry`` tuples;
-``entry_fields`` / ``entry_dict`` spell an entry as report.json does and ``EntryEncoder``
-writes that spelling without building the dict, so a fleet of 10,000 hosts x 12 results is
-judged without keeping its records in memory (docs/benchmarks.md).
+``entry_fields`` / ``entry_dict`` spell an entry as report.json does (``entry_json_parts``: its
+line around the record's own JSON text), so a fleet of 10,000 hosts x 12 results is judged
+without keeping its records in memory (docs/benchmarks.md).
 """
 from __future__ import annotations
 
-import bisect
 import collections
 import copy
 import fnmatch
-import itertools
 import json
 import math
 import operator
-import re
 import statistics
 from collections.abc import Mapping as _MappingABC
-from json.encoder import encode_basestring_ascii
-from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+# The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py;
+# the judge's hot paths call its accessors under their short local names.
+from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
+    CACHE_BYPASS_MIN_FRACTION, METRIC_BYTES_PER_S, SMALL_BLOCK_MAX_BYTES, bypass_finding,
+    coefficient_of_variation, primary_of, sum_of)
+from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
+from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none as _number
 
 # 2: verdicts invalid/slow/regressed/unstable, reasons, identity peer groups, acceptance rules, baseline.
 REPORT_SCHEMA = 2
@@ -94,11 +97,8 @@ DEFAULT_ROBUST_Z_MIN_DEVIATION = 0.05
 ROBUST_Z_SCALE = 0.6745
 DEFAULT_MAX_CV = 0.05
 DEFAULT_REGRESSION_FRACTION = 0.10
-# device_io must account for this share of the bytes the tool moved.
-CACHE_BYPASS_MIN_FRACTION = 0.95
 # A median of two says nothing about which of the two is wrong.
 MIN_PEERS = 3
-SMALL_BLOCK_MAX_BYTES = 64 * 1024
 
 PEER_GROUP_IDENTITY = "identity"
 PEER_GROUP_TEST = "test"
@@ -112,14 +112,10 @@ BASIS_TEST = "test"
 BASIS_NOT_A_DISK = "not_a_disk"
 NOT_A_DISK_KEY_PREFIX = "not_a_disk="
 
-METRIC_IOPS = "iops"
-METRIC_BYTES_PER_S = "bytes_per_s"
-
 HOST_OK = "ok"
 HOST_FAILED = "failed"
 HOST_UNREACHABLE = "unreachable"
 
-NOTE_NO_DEVICE_COUNTERS = "cache bypass not proven: no device counters"
 NOTE_SAMPLES_IGNORED = "samples ignored: not a list of numbers"
 NOTE_NOT_A_DISK = ("not a disk (%s): compared only with other %s targets; acceptance rules and baseline are for "
                    "disks and were not applied")
@@ -128,18 +124,11 @@ REASON_NO_FIGURE = "record has no throughput or IOPS figure"
 REASON_NO_DIRECTION = ("dd rate %s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
                        "parse again with direction=read, write or copy")
 
-# "fio_rand_read", "randwrite_4k", "random_read": "rand" at the start of a word of the test id.
-_RANDOM_TEST_ID = re.compile(r"(^|[^a-z])rand", re.IGNORECASE)
-# fio's own names for its random patterns (rw= / readwrite=).
-_RANDOM_FIO_PATTERNS = frozenset(("randread", "randwrite", "randrw", "randtrim"))
-
 # The per-record paths test exact types first (type(x) is float, type(x) is dict): that is their
 # fast path; subclasses and anything else take the general one (isinstance, _mapping, _number).
 # pylint: disable=unidiomatic-typecheck
 
 GroupKey = Tuple[str, ...]
-# What a read-only lookup of a missing sub-dict returns: shared, and nobody can fill it by mistake.
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,98 +158,6 @@ def relative_deviation(value: float, reference: float) -> Optional[float]:
 # ---------------------------------------------------------------------------------------------
 # records
 # ---------------------------------------------------------------------------------------------
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    # Records are caller data: a missing or null sub-dict must read as empty, not crash.
-    # dict first: isinstance against the Mapping ABC costs ten times more.
-    if type(value) is dict or isinstance(value, _MappingABC):
-        return value
-    return _EMPTY
-
-
-def _number(value: Any) -> Optional[float]:
-    # bool is an int subclass; a True figure is a bug upstream, not 1 op/s.
-    if type(value) is float:
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _sum_of(first: Optional[float], second: Optional[float]) -> Optional[float]:
-    # sum() of the figures present, as before: 0 + x, so -0.0 reads 0.0.
-    if first is None:
-        return None if second is None else 0 + second
-    return 0 + first if second is None else first + second
-
-
-def _sum_of_directions(metrics: Mapping[str, Any], read_key: str, write_key: str) -> Optional[float]:
-    return _sum_of(_number(metrics.get(read_key)), _number(metrics.get(write_key)))
-
-
-def bytes_per_s_of(record: Mapping[str, Any]) -> Optional[float]:
-    """Read + write bytes per second of a record (None when neither was measured)."""
-    return _sum_of_directions(_mapping(record.get("metrics")), "read_bytes_per_s", "write_bytes_per_s")
-
-
-def iops_of(record: Mapping[str, Any]) -> Optional[float]:
-    """Read + write operations per second of a record (None when neither was measured)."""
-    return _sum_of_directions(_mapping(record.get("metrics")), "read_iops", "write_iops")
-
-
-_RANDOM_TEST_IDS: Dict[str, bool] = {}
-
-
-def _random_test_id(test: Any) -> bool:
-    text = str(test or "")
-    known = _RANDOM_TEST_IDS.get(text)
-    if known is None:
-        known = bool(_RANDOM_TEST_ID.search(text))
-        if len(_RANDOM_TEST_IDS) < 4096:
-            _RANDOM_TEST_IDS[text] = known
-    return known
-
-
-def _random_params(params: Mapping[str, Any]) -> bool:
-    pattern = params.get("rw", params.get("readwrite"))
-    return str(pattern or "").lower() in _RANDOM_FIO_PATTERNS
-
-
-def _small_block(params: Mapping[str, Any]) -> bool:
-    block_size = _number(params.get("block_size"))
-    return block_size is not None and 0 < block_size <= SMALL_BLOCK_MAX_BYTES
-
-
-def is_random_access(record: Mapping[str, Any]) -> bool:
-    """True when the test id or the params say the test is random access."""
-    return _random_test_id(record.get("test")) or _random_params(_mapping(record.get("params")))
-
-
-def is_small_block(record: Mapping[str, Any]) -> bool:
-    """True when params.block_size is known and at most 64 KiB."""
-    return _small_block(_mapping(record.get("params")))
-
-
-def _primary(test: Any, params: Mapping[str, Any], bytes_per_s: Optional[float], iops: Optional[float]) -> Optional[Tuple[str, float]]:
-    if iops is not None and (_random_test_id(test) or _random_params(params) or _small_block(params)):
-        return METRIC_IOPS, iops
-    if bytes_per_s is not None:
-        return METRIC_BYTES_PER_S, bytes_per_s
-    if iops is not None:
-        return METRIC_IOPS, iops
-    return None
-
-
-def primary_metric(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The figure a record is judged on: ``{"name": "iops" | "bytes_per_s", "value": float}``.
-
-    IOPS when the record has an IOPS figure and is random access or small-block (<= 64 KiB);
-    otherwise bytes per second; IOPS as a last resort when that is all there is; None when the
-    record has neither.
-    """
-    found = _primary(record.get("test"), _mapping(record.get("params")), bytes_per_s_of(record), iops_of(record))
-    return None if found is None else {"name": found[0], "value": found[1]}
-
 
 def _key_value(value: Any) -> str:
     # JSON spelling, so a key reads the same in report.json: true, null, 4000787030016.
@@ -345,26 +242,35 @@ def _position_id(host: Any, path: Any) -> Optional[Tuple[str, str]]:
     return "host and target", "%s:%s" % (host, path)
 
 
-def disk_id_of(record: Mapping[str, Any]) -> Optional[Tuple[str, str]]:
-    """(``serial`` | ``wwn``, value) identifying the physical disk across runs, or None."""
-    target = _mapping(record.get("target"))
-    return _disk_id(target.get("serial"), target.get("wwn"))
-
-
-def target_of(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
-    """(target path, device) of a record; either may be None."""
-    target = _mapping(record.get("target"))
-    return target.get("path"), target.get("device")
-
-
 # ---------------------------------------------------------------------------------------------
 # record facts: what judging and the writers read, taken once per record
 # ---------------------------------------------------------------------------------------------
 
-# RecordFacts.target, in this order.
-TARGET_FIELDS = ("path", "device", "model", "firmware", "size_bytes", "rotational", "transport", "not_a_disk")
-# RecordFacts.figures, in this order: metrics.<name> except the two p99 latencies (ns).
-FIGURE_FIELDS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "fsyncs_per_s", "read_p99_ns", "write_p99_ns")
+class Target(NamedTuple):
+    """RecordFacts.target: the record's target fields, and not_a_disk_filesystem of them."""
+
+    path: Any
+    device: Any
+    model: Any
+    firmware: Any
+    size_bytes: Any
+    rotational: Any
+    transport: Any
+    not_a_disk: Optional[str]
+
+
+class Figures(NamedTuple):
+    """RecordFacts.figures: metrics.<name>, and the p99 latencies (ns) of metrics.latency_ns.read / .write."""
+
+    read_bytes_per_s: Any
+    write_bytes_per_s: Any
+    read_iops: Any
+    write_iops: Any
+    fsyncs_per_s: Any
+    read_p99_ns: Any
+    write_p99_ns: Any
+
+
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -378,7 +284,7 @@ class RecordFacts(NamedTuple):
     """
 
     test: Any
-    target: Tuple[Any, ...]                    # TARGET_FIELDS
+    target: Target
     serial: Any
     wwn: Any
     error: Any
@@ -386,7 +292,7 @@ class RecordFacts(NamedTuple):
     metric_value: Optional[float]
     invalid: Optional[str]                     # cache_bypass: why the figure cannot be trusted
     note: Optional[str]                        # cache_bypass: a note
-    figures: Tuple[Any, ...]                   # FIGURE_FIELDS
+    figures: Figures
     samples: Optional[Tuple[Optional[float], ...]]  # None: no samples; (None,) when not a list
     tool: Any
     seconds: Any
@@ -425,9 +331,6 @@ def _shared_target(table: Optional[Dict[Any, Any]], identity: Tuple[Any, ...]) -
         return table.setdefault((identity, tuple(map(type, identity))), identity)
     except TypeError:  # unhashable (a malformed record): kept as it is
         return identity
-
-
-_NEW_TUPLE = tuple.__new__
 
 
 def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = None) -> RecordFacts:
@@ -471,8 +374,8 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
     elif shared is not None:
         test = shared.setdefault(test, test)
     if reads or writes:
-        primary = _primary(test, params, _sum_of(read_bytes_per_s, write_bytes_per_s), _sum_of(read_iops, write_iops))
-        invalid, note = _cache_bypass(_number(get("bytes")), reads, writes, get("device_io"), params)
+        primary = primary_of(test, params, sum_of(read_bytes_per_s, write_bytes_per_s), sum_of(read_iops, write_iops))
+        invalid, note = bypass_finding(_number(get("bytes")), reads, writes, get("device_io"), params)
     else:
         primary, invalid, note = None, None, None
     samples = get("samples")
@@ -480,7 +383,8 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
         samples = tuple([_number(sample) for sample in samples]) if isinstance(samples, list) else (None,)
     identity = (target.get("path"), target.get("device"), target.get("model"), target.get("firmware"), target.get("size_bytes"),
                 target.get("rotational"), target.get("transport"), not_a_disk_filesystem(target))
-    identity = _shared_target(shared, identity if _PLAIN.issuperset(map(type, identity)) else tuple([_own(value) for value in identity]))
+    identity = _shared_target(shared, Target._make(identity if _PLAIN.issuperset(map(type, identity))
+                                                   else [_own(value) for value in identity]))
     rest = (target.get("serial"), target.get("wwn"), get("error"), get("tool"), get("seconds"), get("bytes"))
     if not _PLAIN.issuperset(map(type, rest)):
         rest = tuple([_own(value) for value in rest])
@@ -495,8 +399,8 @@ def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = N
     metric_name, metric_value = (None, None) if primary is None else primary
     steady = get("steady_state")
     not_steady = None if steady is None else _not_steady(steady)
-    return _NEW_TUPLE(RecordFacts, (test, identity, serial, wwn, error, metric_name, metric_value, invalid, note, figures, samples, tool,
-                                    seconds, moved, not_steady))
+    return RecordFacts(test, identity, serial, wwn, error, metric_name, metric_value, invalid, note, Figures._make(figures),
+                       samples, tool, seconds, moved, not_steady)
 
 
 def _percent_text(value: Any) -> str:
@@ -522,7 +426,8 @@ def _not_steady(steady: Any) -> Optional[str]:
 
 def _facts_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
     target = facts.target
-    return _group_key(facts.test, target[2], target[3], target[4], target[5], peer_group, target[7])
+    return _group_key(facts.test, target.model, target.firmware, target.size_bytes, target.rotational, peer_group,
+                      target.not_a_disk)
 
 
 class _GroupKeys:
@@ -631,16 +536,6 @@ def robust_z(value: float, center: float, mad: float) -> Optional[float]:
     return ROBUST_Z_SCALE * (value - center) / mad
 
 
-def coefficient_of_variation(samples: Sequence[float]) -> Optional[float]:
-    """Sample standard deviation / mean; None for fewer than 2 samples or a mean that is not positive."""
-    if len(samples) < 2:
-        return None
-    mean = statistics.mean(samples)
-    if mean <= 0:
-        return None
-    return statistics.stdev(samples) / mean
-
-
 def describe(values: Sequence[float]) -> Dict[str, Any]:
     """count, median, MAD, min and max of a non-empty sequence."""
     center, mad = _median_and_mad(values)
@@ -674,46 +569,6 @@ def _median_and_mad(values: Sequence[float]) -> Tuple[float, float]:
 # ---------------------------------------------------------------------------------------------
 # cache bypass
 # ---------------------------------------------------------------------------------------------
-
-def _directions(record: Mapping[str, Any]) -> Tuple[bool, bool]:
-    metrics = _mapping(record.get("metrics"))
-    reads = _number(metrics.get("read_bytes_per_s")) is not None or _number(metrics.get("read_iops")) is not None
-    writes = _number(metrics.get("write_bytes_per_s")) is not None or _number(metrics.get("write_iops")) is not None
-    return reads, writes
-
-
-def _cache_bypass(moved: Optional[float], reads: bool, writes: bool, device_io: Any, params: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
-    if moved is None or moved <= 0 or not (reads or writes):
-        return None, None
-    direct = params.get("direct") is True
-    if not isinstance(device_io, _MappingABC):
-        return None, (None if direct else NOTE_NO_DEVICE_COUNTERS)
-    read_bytes, write_bytes = _number(device_io.get("read_bytes")), _number(device_io.get("write_bytes"))
-    if reads and writes:
-        seen, what = (None if read_bytes is None or write_bytes is None else read_bytes + write_bytes), "read and wrote"
-    elif writes:
-        seen, what = write_bytes, "wrote"
-    else:
-        seen, what = read_bytes, "read"
-    if seen is None:
-        return None, (None if direct else NOTE_NO_DEVICE_COUNTERS)
-    if seen < CACHE_BYPASS_MIN_FRACTION * moved:
-        return ("cache bypass not proven: the device %s %d of the %d bytes the tool moved (%.1f%%, < %.0f%%)"
-                % (what, seen, moved, 100.0 * seen / moved, CACHE_BYPASS_MIN_FRACTION * 100)), None
-    return None, None
-
-
-def cache_bypass(record: Mapping[str, Any]) -> Tuple[Optional[str], Optional[str]]:
-    """(reason it is invalid, note) for a record; both None when the device saw enough.
-
-    Invalid: a write-only record whose ``device_io.write_bytes``, a read-only record whose
-    ``device_io.read_bytes``, or a mixed record whose sum of both is below 95 % of ``bytes``.
-    Without counters the record is not judged invalid; buffered records (``params.direct`` not
-    true) get the note "cache bypass not proven: no device counters".
-    """
-    reads, writes = _directions(record)
-    return _cache_bypass(_number(record.get("bytes")), reads, writes, record.get("device_io"), _mapping(record.get("params")))
-
 
 # ---------------------------------------------------------------------------------------------
 # acceptance rules
@@ -865,10 +720,10 @@ def _rule_matches(rule: Mapping[str, Any], host: str, facts: RecordFacts) -> boo
     target = facts.target
     for key, pattern in rule["match"].items():
         if key == "class":
-            if _disk_class(target[5], target[6]) != pattern:
+            if _disk_class(target.rotational, target.transport) != pattern:
                 return False
         elif key == "rotational":
-            if target[5] is not pattern:
+            if target.rotational is not pattern:
                 return False
         else:
             actual = _match_value(key, host, facts)
@@ -886,7 +741,7 @@ def _match_value(key: str, host: str, facts: RecordFacts) -> Any:
         return facts.serial
     if key == "wwn":
         return facts.wwn
-    return facts.target[TARGET_FIELDS.index(key)]
+    return getattr(facts.target, key)
 
 
 def _rule_figures(facts: RecordFacts) -> Dict[str, Optional[float]]:
@@ -896,19 +751,14 @@ def _rule_figures(facts: RecordFacts) -> Dict[str, Optional[float]]:
 
     figures = facts.figures
     return {
-        "read_mb_per_s": scaled(figures[0], 1e6),
-        "write_mb_per_s": scaled(figures[1], 1e6),
-        "read_iops": _number(figures[2]),
-        "write_iops": _number(figures[3]),
-        "fsyncs_per_s": _number(figures[4]),
-        "read_p99_ms": scaled(figures[5], 1e6),
-        "write_p99_ms": scaled(figures[6], 1e6),
+        "read_mb_per_s": scaled(figures.read_bytes_per_s, 1e6),
+        "write_mb_per_s": scaled(figures.write_bytes_per_s, 1e6),
+        "read_iops": _number(figures.read_iops),
+        "write_iops": _number(figures.write_iops),
+        "fsyncs_per_s": _number(figures.fsyncs_per_s),
+        "read_p99_ms": scaled(figures.read_p99_ns, 1e6),
+        "write_p99_ms": scaled(figures.write_p99_ns, 1e6),
     }
-
-
-def rule_figures(record: Mapping[str, Any]) -> Dict[str, Optional[float]]:
-    """The figures rules compare, in rule units (MB = 10^6 bytes, ms = 10^-3 s)."""
-    return _rule_figures(record_facts(record))
 
 
 def _rule_label(rule: Mapping[str, Any], index: int) -> str:
@@ -986,10 +836,10 @@ def baseline_index(baseline: Any) -> BaselineIndex:
         if not isinstance(record, _MappingABC):
             continue
         facts = record_facts(record)
-        disk_id = _disk_id(facts.serial, facts.wwn) or _position_id(_mapping(entry).get("host"), facts.target[0])
+        disk_id = _disk_id(facts.serial, facts.wwn) or _position_id(_mapping(entry).get("host"), facts.target.path)
         metric = _measured_metric(facts)
         # A not_a_disk figure (tmpfs, NFS ...) is no disk's baseline.
-        if disk_id is None or metric is None or facts.target[7] is not None:
+        if disk_id is None or metric is None or facts.target.not_a_disk is not None:
             continue
         values.setdefault((disk_id[0], disk_id[1], str(facts.test or ""), metric[0]), []).append(metric[1])
     return {key: median(figures) for key, figures in values.items()}
@@ -1000,7 +850,7 @@ def _baseline_value(facts: RecordFacts, index: Mapping[Tuple[str, str, str, str]
     test = str(facts.test or "")
     candidates = [(field, str(disk_id)) for field, disk_id in (("serial", facts.serial), ("wwn", facts.wwn)) if disk_id not in (None, "")]
     if not candidates:
-        position = _position_id(host, facts.target[0])
+        position = _position_id(host, facts.target.path)
         candidates = [position] if position is not None else []
     for field, disk_id in candidates:
         value = index.get((field, disk_id, test, metric_name))
@@ -1061,7 +911,7 @@ def _no_figure_reason(record: Any) -> str:
 
 
 def _plain_entry(host: str, record: Any, facts: Optional[RecordFacts], verdict: str, reason: str) -> Entry:
-    return _NEW_TUPLE(Entry, (host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None))
+    return Entry(host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None)
 
 
 def _sorted_findings(findings: List[Finding]) -> Tuple[Finding, ...]:
@@ -1119,7 +969,7 @@ class _Judge:
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
         if facts.not_steady is not None:
             findings.append((VERDICT_NOT_STEADY, facts.not_steady))
-        not_a_disk = facts.target[7]
+        not_a_disk = facts.target.not_a_disk
         if not_a_disk is not None:
             notes.append(NOTE_NOT_A_DISK % (not_a_disk, not_a_disk))
         elif self.rules:
@@ -1162,7 +1012,8 @@ class _Judge:
             if unstable is not None:
                 findings.append(unstable)
         ordered = _sorted_findings(findings) if findings else (peer,)
-        return _NEW_TUPLE(Entry, (host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference, change))
+        return Entry(host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference,
+                     change)
 
 
 def _problem_reason(problem: Mapping[str, Any]) -> str:
@@ -1195,25 +1046,9 @@ def _entry_sort_key(entry: Entry) -> Tuple[Any, ...]:
         _RANK[entry.verdict],
         deviation if deviation is not None else 0.0,
         entry.host,
-        (facts.target[0] if facts is not None else None) or "",
+        (facts.target.path if facts is not None else None) or "",
         (facts.test if facts is not None else None) or "",
     )
-
-
-def _sort_key(entry: Mapping[str, Any]) -> Tuple[Any, ...]:
-    deviation = entry.get("deviation_from_median")
-    return (
-        VERDICTS.index(entry["verdict"]),
-        deviation if deviation is not None else 0.0,
-        entry["host"],
-        entry.get("target_path") or "",
-        entry.get("test") or "",
-    )
-
-
-def sort_worst_first(entries: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
-    """Entries ordered by verdict precedence, then by how far below the median, then by name."""
-    return sorted(entries, key=_sort_key)
 
 
 RecordsWithFacts = Mapping[str, Sequence[Tuple[Any, RecordFacts]]]
@@ -1248,40 +1083,7 @@ def _peer_values(facts_by_host: RecordsWithFacts, peer_group: str, key_of: Optio
     return groups
 
 
-_DEVIATION = operator.itemgetter(8)  # Entry.deviation_from_median
-_VERDICT = operator.itemgetter(3)  # Entry.verdict
-
-
-def _tie_key(entry: Entry) -> Tuple[Any, Any, Any]:
-    # _entry_sort_key after verdict and deviation.
-    facts = entry.facts
-    return (entry.host, (facts.target[0] if facts is not None else None) or "", (facts.test if facts is not None else None) or "")
-
-
-def _sort_entries(entries: List[Entry]) -> List[Entry]:
-    """``sorted(entries, key=_entry_sort_key)``, faster: verdict by verdict, by deviation alone
-    (float keys: the fast comparison), then host, path and test only among equal deviations.
-    Stable, like the one sort: the same order. NaN deviations: the one sort."""
-    verdicts = list(map(_VERDICT, entries))
-    present = collections.Counter(verdicts)
-    ordered: List[Entry] = []
-    for verdict in sorted(present, key=_RANK.__getitem__):
-        bucket = entries if len(present) == 1 else list(itertools.compress(entries, map(operator.eq, verdicts, itertools.repeat(verdict))))
-        deviations = [0.0 if deviation is None else deviation for deviation in map(_DEVIATION, bucket)]
-        if any(map(math.isnan, deviations)):  # NaN: no total order to split on
-            ordered.extend(sorted(bucket, key=_entry_sort_key))
-            continue
-        order = sorted(range(len(bucket)), key=deviations.__getitem__)
-        if len(set(deviations)) < len(deviations):
-            # Runs of equal deviations (in input order: the sort is stable), ordered by the rest of the key.
-            in_order = list(map(deviations.__getitem__, order))
-            for value, count in collections.Counter(deviations).items():
-                if count > 1:
-                    start = bisect.bisect_left(in_order, value)
-                    end = start + count
-                    order[start:end] = sorted(order[start:end], key=lambda index: _tie_key(bucket[index]))
-        ordered.extend(map(bucket.__getitem__, order))
-    return ordered
+_VERDICT = operator.attrgetter("verdict")
 
 
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
@@ -1299,7 +1101,7 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
         if records:
             entries.extend([judge(host, record, facts, key) for (record, facts), key in zip(records, keys_by_host[host])])
         entries.extend(_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
-    return _sort_entries(entries), _group_rows(groups, described)
+    return sorted(entries, key=_entry_sort_key), _group_rows(groups, described)
 
 
 def _group_rows(groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
@@ -1321,17 +1123,6 @@ def peer_groups(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
     The metric name is part of the key: IOPS and bytes per second never share a median.
     """
     return _peer_values(_facts_of(records_by_host), peer_group)
-
-
-def judge_record(host: str, record: Mapping[str, Any], groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
-                 outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
-                 rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None) -> Dict[str, Any]:
-    """Verdict entry for one record against the peer groups built by ``peer_groups``, the
-    normalized ``rules`` (``validate_rules``) and a ``baseline_index``. Judging a fleet one record
-    at a time describes every group again for each record: ``judge_fleet`` does it once."""
-    settings = settings if settings is not None else make_settings(outlier_fraction)
-    judge = _Judge({group: list(values) for group, values in groups.items()}, settings, rules, baseline)
-    return entry_dict(judge.judge(host, record, record_facts(record)))
 
 
 def judge_fleet(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
@@ -1374,7 +1165,7 @@ def entry_target(entry: Entry) -> Tuple[Any, Any, Any, Any]:
     if facts is None:
         return None, None, None, None
     disk_id = _disk_id(facts.serial, facts.wwn)
-    return facts.target[0], facts.target[1], disk_id[1] if disk_id is not None else None, facts.test
+    return facts.target.path, facts.target.device, disk_id[1] if disk_id is not None else None, facts.test
 
 
 def entry_fields(entry: Entry) -> Dict[str, Any]:
@@ -1409,174 +1200,30 @@ def entry_dict(entry: Entry) -> Dict[str, Any]:
     return fields
 
 
-# What json.dumps(value, sort_keys=True, separators=(",", ":")) writes, C encoder, for any value.
+# What json.dumps(value, sort_keys=True, separators=(",", ":")) writes, for any value.
 _JSON_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-_INFINITY = float("inf")
+# Where an entry's record goes in its report.json line (sorted keys: after "reasons").
+_RECORD_SLOT = '"record":null'
 
 
 def json_compact(value: Any) -> str:
-    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` (ASCII; the C encoder)."""
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` (ASCII)."""
     return _JSON_ENCODE(value)
 
 
-def _json_number(value: Any) -> str:
-    if value is None:
-        return "null"
-    if type(value) is float and value - value == 0.0:  # finite: NaN and infinities go through the encoder
-        return float.__repr__(value)
-    return _JSON_ENCODE(value)
-
-
-class EntryEncoder:
-    """An entry as one line of report.json without building its dict.
-
-    ``line(entry, record_json)`` is exactly ``json_compact(entry_dict(entry))`` when
-    ``record_json`` is ``json_compact(record)`` (any JSON text goes in as it is); ``parts(entry)``
-    returns the text before and after the record (tested). Strings, targets and groups seen once
-    are encoded once.
-    """
-
-    def __init__(self) -> None:
-        self._strings: Dict[str, str] = {}
-        self._groups: Dict[Tuple[GroupKey, Any], str] = {}
-        self._targets: Dict[int, Tuple[Tuple[Any, ...], str, str]] = {}
-        # id(group) -> (target, group, test, center, '"device":..,"group":..,"group_median":..', '"target_path":..,"test":..'):
-        # the text every judged entry of a target and test shares (judging shares one group key
-        # object among the records of one target tuple and test: the key is checked, not trusted).
-        self._statics: Dict[int, Tuple[Any, ...]] = {}
-
-    def _text(self, value: Any) -> str:
-        if type(value) is not str:
-            return "null" if value is None else _JSON_ENCODE(value)
-        encoded = self._strings.get(value)
-        if encoded is None:
-            encoded = encode_basestring_ascii(value)
-            if len(self._strings) < 100000:
-                self._strings[value] = encoded
-        return encoded
-
-    def _target(self, target: Tuple[Any, ...]) -> Tuple[str, str]:
-        # record_facts shares one target tuple among the records of a disk model and path: the
-        # tuple is kept in the cache, so its id cannot be reused by another one.
-        cached = self._targets.get(id(target))
-        if cached is None or cached[0] is not target:
-            cached = (target, self._text(target[0]), self._text(target[1]))
-            if len(self._targets) < 10000:
-                self._targets[id(target)] = cached
-        return cached[1], cached[2]
-
-    def _group(self, group: GroupKey, center: Any) -> str:
-        # '"group":[...],"group_median":...', the same for every member of a group.
-        try:
-            encoded = self._groups.get((group, center))
-        except TypeError:
-            encoded = None
-        if encoded is None:
-            encoded = '"group":%s,"group_median":%s' % (_JSON_ENCODE(list(group)), _json_number(center))
-            if len(self._groups) < 10000:
-                self._groups[(group, center)] = encoded
-        return encoded
-
-    def _static(self, target: Tuple[Any, ...], group: GroupKey, test: Any, center: float) -> Tuple[Any, ...]:
-        path, device = self._target(target)
-        static = (target, group, test, center, '"device":%s,%s' % (device, self._group(group, center)),
-                  '"target_path":%s,"test":%s' % (path, self._text(test)))
-        if len(self._statics) < 10000:
-            # The objects stay referenced here: their ids cannot be reused while cached.
-            self._statics[id(group)] = static
-        return static
-
-    def line(self, entry: Entry, record_json: str) -> str:
-        """The entry's report.json text (``json_compact`` of ``entry_dict``) around the record's JSON text."""
-        before, after = self.parts(entry)
-        return "".join((before, record_json, after))
-
-    def parts(self, entry: Entry) -> Tuple[str, str]:
-        """(text before the record, text after it) of the entry's report.json line."""
-        # Once per entry (117,000 times for 10,000 hosts). The usual entry (judged against its
-        # group, one finding, no notes, no baseline, finite figures) in two formats.
-        host, _record, facts, verdict, findings, notes, group, center, deviation, z_score, reference, change = entry
-        if (facts is not None and group is not None and reference is None and change is None and not notes and len(findings) == 1
-                and type(deviation) is float and (z_score is None or type(z_score) is float)):
-            value = facts[6]
-            z_value = 0.0 if z_score is None else z_score
-            if type(value) is float and deviation - deviation + value - value + z_value - z_value == 0.0:  # all finite
-                target, test = facts[1], facts[0]
-                static = self._statics.get(id(group))
-                if static is None or static[0] is not target or static[1] is not group or static[2] is not test or not static[3] == center:
-                    static = self._static(target, group, test, center)
-                disk_id = facts[2]
-                if type(disk_id) is not str or not disk_id:
-                    disk_id = facts[3] if disk_id is None or disk_id == "" else disk_id
-                    serial = "null" if disk_id is None or disk_id == "" else self._text(disk_id if type(disk_id) is str else str(disk_id))
-                else:
-                    serial = encode_basestring_ascii(disk_id)
-                host_text = self._strings.get(host)
-                if host_text is None:
-                    host_text = self._text(host)
-                reason = encode_basestring_ascii(findings[0][1])
-                return (('{"baseline_value":null,"deviation_from_baseline":null,"deviation_from_median":%r,%s,"host":%s,"notes":[],'
-                         '"primary_metric":{"name":"%s","value":%r},"reason":%s,"reasons":[{"reason":%s,"verdict":"%s"}],"record":') % (
-                    deviation, static[4], host_text, facts[5], value, reason, reason, verdict),
-                    ',"robust_z":%s,"serial":%s,%s,"verdict":"%s"}' % ("null" if z_score is None else repr(z_score), serial, static[5], verdict))
-        return self._parts(entry)
-
-    def _parts(self, entry: Entry) -> Tuple[str, str]:
-        host, _record, facts, verdict, findings, notes, group, center, deviation, z_score, reference, change = entry
-        text = self._text
-        if len(findings) == 1:
-            reason = encode_basestring_ascii(findings[0][1])
-            reasons = '[{"reason":%s,"verdict":"%s"}]' % (reason, verdict)
-        else:
-            reason = encode_basestring_ascii(entry_reason(entry))
-            reasons = "[%s]" % ",".join('{"reason":%s,"verdict":"%s"}' % (encode_basestring_ascii(why), finding) for finding, why in findings)
-        if facts is None:
-            path = device = serial = test = "null"
-            primary = "null"
-            group_text = '"group":null,"group_median":null'
-        else:
-            path, device = self._target(facts[1])
-            test = text(facts[0])
-            disk_id = facts[2]
-            if disk_id is None or disk_id == "":
-                disk_id = facts[3]
-            serial = "null" if disk_id is None or disk_id == "" else text(disk_id if type(disk_id) is str else str(disk_id))
-            if group is None:
-                primary = "null"
-                group_text = '"group":null,"group_median":%s' % _json_number(center)
-            else:
-                value = facts[6]
-                primary = '{"name":"%s","value":%s}' % (facts[5], _json_number(value))
-                group_text = self._group(group, center)
-        before = ('{"baseline_value":%s,"deviation_from_baseline":%s,"deviation_from_median":%s,"device":%s,%s,'
-                  '"host":%s,"notes":%s,"primary_metric":%s,"reason":%s,"reasons":%s,"record":') % (
-            _json_number(reference), _json_number(change), _json_number(deviation), device, group_text, text(host),
-            _JSON_ENCODE(list(notes)) if notes else "[]", primary, reason, reasons)
-        after = ',"robust_z":%s,"serial":%s,"target_path":%s,"test":%s,"verdict":"%s"}' % (
-            _json_number(z_score), serial, path, test, verdict)
-        return before, after
+def entry_json_parts(entry: Entry) -> Tuple[str, str]:
+    """(text before the record, text after it) of the entry's report.json line, ``json_compact`` of
+    ``entry_dict``: the caller puts the record's own JSON text between them."""
+    fields = entry_fields(entry)
+    fields["record"] = None
+    # The only "record" key of the line (an encoded string cannot hold an unescaped quote).
+    before, _slot, after = json_compact(fields).partition(_RECORD_SLOT)
+    return before + '"record":', after
 
 
 # ---------------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------------
-
-FAILING_FIELDS = ("host", "target_path", "device", "serial", "test", "verdict", "reason")
-
-
-def summarize(entries: Sequence[Mapping[str, Any]], input_errors: Sequence[str] = (), unstable_fails: bool = True) -> Dict[str, Any]:
-    """Counts by verdict (all verdicts present), the failing entries worst first, and ``passed``.
-
-    ``passed`` is false when any entry fails (``FAILING_VERDICTS``) or an input that was asked for
-    (rules, baseline) could not be used: ``input_errors``.
-    """
-    counts = {verdict: 0 for verdict in VERDICTS}
-    for entry in entries:
-        counts[entry["verdict"]] += 1
-    failing_set = failing_verdicts(unstable_fails)
-    failing = [{key: entry.get(key) for key in FAILING_FIELDS} for entry in sort_worst_first(entries) if entry["verdict"] in failing_set]
-    return _summary(counts, len(entries), failing, input_errors)
-
 
 def _summary(counts: Dict[str, int], total: int, failing: List[Dict[str, Any]], input_errors: Sequence[str]) -> Dict[str, Any]:
     return {
@@ -1595,7 +1242,9 @@ def failing_verdicts(unstable_fails: bool = True) -> Tuple[str, ...]:
 
 
 def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = (), unstable_fails: bool = True) -> Dict[str, Any]:
-    """``summarize`` for compact entries already worst first (``judge_entries``)."""
+    """Counts by verdict (all verdicts present), the failing entries (already worst first:
+    ``judge_entries``) and ``passed``: false when any entry fails (``failing_verdicts``) or an input
+    that was asked for (rules, baseline) could not be used: ``input_errors``."""
     counts = {verdict: 0 for verdict in VERDICTS}
     verdicts = list(map(_VERDICT, entries))
     for verdict, count in collections.Counter(verdicts).items():
@@ -1644,7 +1293,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
 
     ``facts_by_host``: ``{host: [(record, facts)]}`` where ``record`` is whatever the caller wants
     back in ``Entry.record`` and ``facts`` its ``record_facts``. For callers that write the
-    entries one by one (``EntryEncoder``) instead of holding a dict per entry.
+    entries one by one (``entry_json_parts``) instead of holding a dict per entry.
     """
     rules = validate_rules(acceptance)
     index = baseline_index(baseline) if baseline is not None else None
@@ -1710,7 +1359,7 @@ def report_json_frame(report: Mapping[str, Any]) -> Tuple[str, str]:
     for key in keys:
         if key == "results":
             continue
-        (head if key < "results" else tail).append("%s:%s" % (encode_basestring_ascii(key), _JSON_ENCODE(report[key])))
+        (head if key < "results" else tail).append("%s:%s" % (_JSON_ENCODE(key), _JSON_ENCODE(report[key])))
     before = "{" + "".join(item + ",\n" for item in head) + '"results":['
     after = "\n]" + "".join(",\n" + item for item in tail) + "}\n"
     return before, after

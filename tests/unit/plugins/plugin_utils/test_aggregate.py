@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tables for module_utils/_aggregate.py: statistics, primary metric, peer groups, verdicts, report."""
+"""Tables for plugin_utils/_aggregate.py: statistics, primary metric, peer groups, verdicts, report."""
 from __future__ import annotations
 
 import copy
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics
+
 # Loaded by path: the module is pure Python and needs no collection loader.
-_AGGREGATE_PATH = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "_aggregate.py"
+_AGGREGATE_PATH = Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "_aggregate.py"
 _SPEC = importlib.util.spec_from_file_location("diskproof_aggregate_under_test", _AGGREGATE_PATH)
 agg = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(agg)
@@ -104,7 +106,7 @@ def test_relative_deviation(value, reference, expected):
     ("custom", {"rw": "read"}, False),
 ])
 def test_is_random_access(test, params, expected):
-    assert agg.is_random_access({"test": test, "params": params}) is expected
+    assert _metrics.is_random_access({"test": test, "params": params}) is expected
 
 
 @pytest.mark.parametrize(("case", "rec", "expected"), [
@@ -132,7 +134,7 @@ def test_is_random_access(test, params, expected):
     ("metrics missing", {"test": "dd_seq_write"}, None),
 ])
 def test_primary_metric(case, rec, expected):
-    assert agg.primary_metric(rec) == expected, case
+    assert _metrics.primary_metric(rec) == expected, case
 
 
 def test_peer_group_key_without_model_is_test_and_rotational():
@@ -255,8 +257,8 @@ def test_every_targeted_host_appears_worst_first():
 
 
 def test_summary_counts_every_verdict_and_lists_failing_worst_first():
-    entries = judge({"h1": [write(200e6)], "h2": [write(205e6)], "h3": [write(150e6)]})
-    summary = agg.summarize(entries)
+    records_by_host = {"h1": [write(200e6)], "h2": [write(205e6)], "h3": [write(150e6)]}
+    summary = agg.build_report(records_by_host, {host: OK for host in records_by_host}, {})["summary"]
     assert summary["counts"] == {"error": 0, "not_measured": 0, "invalid": 0, "not_steady": 0, "slow": 0, "regressed": 0,
                                  "outlier": 1, "unstable": 0, "pass": 2}
     assert summary["total"] == 3
@@ -407,7 +409,17 @@ GIB = 1073741824
     ("no bytes figure: nothing", write(200e6), None, None),
 ])
 def test_cache_bypass(case, rec, invalid, note):
-    assert agg.cache_bypass(rec) == (invalid, note), case
+    assert _metrics.cache_bypass(rec) == (invalid, note), case
+
+
+@pytest.mark.parametrize(("fraction", "written", "invalid"), [
+    (0.95, 960, None),
+    (0.975, 960, "cache bypass not proven: the device wrote 960 of the 1000 bytes the tool moved (96.0%, < 97.5%)"),
+    (0.5, 400, "cache bypass not proven: the device wrote 400 of the 1000 bytes the tool moved (40.0%, < 50%)"),
+])
+def test_cache_bypass_at_another_fraction(fraction, written, invalid):
+    """The host's runner asks at its own fraction: the one rule, the fraction named as given."""
+    assert _metrics.cache_bypass(with_io(write(200e6), 1000, 0, written), fraction) == (invalid, None)
 
 
 def test_invalid_records_are_judged_and_left_out_of_the_median():
@@ -437,10 +449,10 @@ def test_unstable(case, samples, expected, notes):
 
 
 def test_coefficient_of_variation():
-    assert agg.coefficient_of_variation([1.0, 1.0]) == 0.0
-    assert agg.coefficient_of_variation([1.0]) is None
-    assert agg.coefficient_of_variation([0.0, 0.0]) is None
-    assert agg.coefficient_of_variation([90.0, 110.0]) == pytest.approx(0.1414, abs=1e-4)
+    assert _metrics.coefficient_of_variation([1.0, 1.0]) == 0.0
+    assert _metrics.coefficient_of_variation([1.0]) is None
+    assert _metrics.coefficient_of_variation([0.0, 0.0]) is None
+    assert _metrics.coefficient_of_variation([90.0, 110.0]) == pytest.approx(0.1414, abs=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -599,8 +611,9 @@ def test_worst_finding_wins_and_every_finding_is_kept():
     (["not_measured"], True, False),
 ])
 def test_summary_passed(verdicts, unstable_fails, passed):
-    entries = [{"host": "h%d" % index, "verdict": verdict, "deviation_from_median": None} for index, verdict in enumerate(verdicts)]
-    assert agg.summarize(entries, unstable_fails=unstable_fails)["passed"] is passed
+    entries = [agg.Entry("h%d" % index, None, None, verdict, ((verdict, "why"),), (), None, None, None, None, None, None)
+               for index, verdict in enumerate(verdicts)]
+    assert agg.summarize_entries(entries, unstable_fails=unstable_fails)["passed"] is passed
 
 
 def test_an_unstable_result_fails_the_report_unless_the_site_lets_it_pass():
@@ -675,14 +688,13 @@ def _every_kind_of_entry():
     return records_by_host, statuses, baseline
 
 
-def test_entry_encoder_spells_every_entry_exactly_as_json_dumps():
+def test_entry_json_parts_spell_every_entry_exactly_as_json_dumps():
     records_by_host, statuses, baseline = _every_kind_of_entry()
     facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
     _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
     assert {entry.verdict for entry in entries} == set(agg.VERDICTS) - {"outlier"}
-    encoder = agg.EntryEncoder()
     for entry in entries:
-        before, after = encoder.parts(entry)
+        before, after = agg.entry_json_parts(entry)
         record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
         assert before + record_json + after == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
 
@@ -730,7 +742,7 @@ def test_record_facts_keep_nothing_of_the_record():
     rec["samples"].append(3.0)
     rec["target"]["serial"] = "other"
     assert facts == before
-    assert facts.samples == (1.0, 2.0) and facts.target[3] == ["odd", "list"]
+    assert facts.samples == (1.0, 2.0) and facts.target.firmware == ["odd", "list"]
 
 
 def test_shared_facts_keep_true_and_1_apart():
@@ -739,37 +751,25 @@ def test_shared_facts_keep_true_and_1_apart():
                        "h3": [disk(200e6, model=None, rotational=True)]}
     facts_by_host = {host: [(rec, agg.record_facts(rec, shared)) for rec in records] for host, records in records_by_host.items()}
     assert facts_by_host["h1"][0][1].target is facts_by_host["h3"][0][1].target
-    assert facts_by_host["h2"][0][1].target[5] == 1 and facts_by_host["h2"][0][1].target[5] is not True
+    assert facts_by_host["h2"][0][1].target.rotational == 1 and facts_by_host["h2"][0][1].target.rotational is not True
     _sections, entries = agg.judge_report(facts_by_host, {}, {}, settings=agg.make_settings())
     assert {entry.host: entry.group for entry in entries} == {
         "h1": ("dd_seq_write", "rotational=true"), "h2": ("dd_seq_write", "rotational=1"), "h3": ("dd_seq_write", "rotational=true")}
 
 
-def test_entry_encoder_line_is_parts_around_the_record():
+def test_entry_json_parts_hold_a_record_slot_text_cannot_fake():
+    """A reason, host or path spelling '"record":null' does not move the record's place."""
     records_by_host, statuses, baseline = _every_kind_of_entry()
+    tricky = '"record":null,"x":'
+    records_by_host = {tricky + host: [dict(rec, target=dict(rec.get("target") or {}, path=tricky)) for rec in records]
+                       for host, records in records_by_host.items()}
+    statuses = {tricky + host: status for host, status in statuses.items()}
     facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
     _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
-    encoder = agg.EntryEncoder()
-    for _round in range(2):  # the second time from the caches
-        for entry in entries:
-            record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
-            assert encoder.line(entry, record_json) == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
-
-
-def test_sort_entries_is_the_one_sort():
-    records_by_host, statuses, _baseline = _every_kind_of_entry()
-    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
-    _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings())
-    # Ties on verdict and deviation (and -0.0 == 0.0), broken by host, path, test, then input order.
-    varied = []
-    for index, entry in enumerate(entries * 4):
-        deviation = (None, 0.0, -0.0, -0.25, 0.25, entry.deviation_from_median)[index % 6]
-        varied.append(entry._replace(deviation_from_median=deviation, host=("b", "a", entry.host)[index % 3],
-                                     verdict=agg.VERDICTS[(index * 5) % len(agg.VERDICTS)]))
-    for sample in (varied, varied[::-1], varied[::3], varied[:1], []):
-        assert [id(entry) for entry in agg._sort_entries(list(sample))] == [id(entry) for entry in sorted(sample, key=agg._entry_sort_key)]
-    with_nan = [varied[0]._replace(deviation_from_median=float("nan"))] + varied[1:20]
-    assert [id(entry) for entry in agg._sort_entries(with_nan)] == [id(entry) for entry in sorted(with_nan, key=agg._entry_sort_key)]
+    for entry in entries:
+        before, after = agg.entry_json_parts(entry)
+        record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
+        assert before + record_json + after == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
 
 
 @pytest.mark.parametrize("values", [[1.0], [3.0, 1.0], [5.0, 1.0, 2.0, 2.0], [2, 7, 1, 8, 2, 8], [1e9, -1e9, 0.1, 0.2, 0.3]])
@@ -838,3 +838,14 @@ def test_rules_and_baseline_for_disks_are_not_applied_to_a_target_that_is_not_a_
     assert entries["disk"]["verdict"] == "slow"
     assert entries["odd"]["verdict"] == "pass" and entries["odd"]["baseline_value"] is None
     assert "acceptance rules and baseline are for disks" in entries["odd"]["notes"][-1]
+
+
+def test_the_shipped_schema_names_the_judge_s_verdicts():
+    """docs/report.schema.json spells the verdicts out (JSON Schema cannot import them): it must list
+    exactly the judge's, in precedence order, and let summary.failing hold every verdict that can fail
+    a run (unstable included, since unstable_fails is the default)."""
+    schema = json.loads((Path(__file__).resolve().parents[4] / "docs" / "report.schema.json").read_text(encoding="utf-8"))
+    summary = schema["properties"]["summary"]["properties"]
+    assert schema["$defs"]["verdict"]["enum"] == list(agg.VERDICTS)
+    assert summary["counts"]["required"] == list(agg.VERDICTS)
+    assert set(summary["failing"]["items"]["properties"]["verdict"]["enum"]) == set(agg.failing_verdicts(unstable_fails=True))

@@ -1,4 +1,4 @@
-"""bench_facts cancelled mid-run, in-process with real child processes: on SIGTERM, and when the controller goes
+"""bench_run cancelled mid-run, in-process with real child processes: on SIGTERM, and when the controller goes
 away (the reader of the module's stdout pipe closes, as sshd does when ansible-playbook is cancelled), the
 tool's whole process group is killed (a grandchild that ignores SIGTERM included), the teardown runs
 (cleanup commands, work directory), and remove_on_cancel removes this run's directories - only those whose
@@ -18,7 +18,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _cancel, _proc
-from ansible_collections.diskproof.fleet.plugins.modules import bench_facts
+from ansible_collections.diskproof.fleet.plugins.modules import bench_run
 
 # The stand-in tool: a grandchild that ignores SIGTERM, both PIDs in $PIDS, then (optionally) a signal to the
 # module ($PPID), then waits for 30 s.
@@ -48,7 +48,7 @@ def alive(pid):
 def run_module(capsys, **args):
     with patch_module_args(args):
         with pytest.raises(SystemExit) as caught:
-            bench_facts.main()
+            bench_run.main()
     return caught.value.code, json.loads(capsys.readouterr().out)
 
 

@@ -1,0 +1,46 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Values of /sys files that need reading, not just stripping: the active I/O scheduler, PCIe link speed and
+width, a SCSI unit serial (VPD page 0x80), a loop device's backing file. Block I/O counters: diskstats.py."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+_DELETED = " (deleted)"
+
+
+def parse_scheduler(text: Optional[str]) -> Optional[str]:
+    """The active I/O scheduler of /sys/block/<dev>/queue/scheduler ('none [mq-deadline] kyber' -> 'mq-deadline')."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    if match:
+        return match.group(1)
+    words = text.split()
+    return words[0] if len(words) == 1 else None
+
+
+def link_speed_gts(value: Optional[str]) -> Optional[float]:
+    """GT/s of a PCIe current_link_speed / max_link_speed ('8.0 GT/s PCIe' -> 8.0); None when unknown."""
+    found = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s", value or "")
+    return float(found.group(1)) if found else None
+
+
+def link_width(value: Optional[str]) -> Optional[int]:
+    """Lanes of a PCIe current_link_width / max_link_width ('4' -> 4); None when unknown or 0 (link down)."""
+    text = (value or "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def vpd_unit_serial(data: bytes) -> Optional[str]:
+    """The unit serial of a SCSI VPD page 0x80 (4 header bytes, then the serial, space padded)."""
+    text = data[4:].decode("ascii", "replace").strip(" \x00")
+    return text or None
+
+
+def loop_backing_file(text: str) -> Tuple[str, bool]:
+    """(path, deleted) of /sys/block/loopN/loop/backing_file: the kernel appends ' (deleted)' to a removed file."""
+    deleted = text.endswith(_DELETED)
+    return (text[:-len(_DELETED)] if deleted else text), deleted

@@ -1,0 +1,79 @@
+# Copyright: diskproof contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small value readers the system-source parsers share (lsblk, wipefs, smartctl, nvme-cli JSON; the octal
+escapes of /proc/self/mountinfo, /proc/swaps and /etc/fstab)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Optional
+
+from .errors import SourceError
+
+
+def text_value(value: Any) -> Optional[str]:
+    """A stripped string, None for null and blank values (lsblk pads vendor and model with spaces)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def as_int(value: Any, source: str, field: str) -> Optional[int]:
+    """An integer JSON value (or its decimal string); SourceError for anything else but null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise SourceError(source, "an integer for %s" % field, repr(value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*$", value):
+        return int(value)
+    raise SourceError(source, "an integer for %s" % field, repr(value))
+
+
+def as_bool(value: Any, source: str, field: str) -> Optional[bool]:
+    """lsblk 2.33+ prints booleans as JSON true/false, older ones as "0"/"1"."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str) and value.strip() in ("0", "1"):
+        return value.strip() == "1"
+    raise SourceError(source, "a boolean for %s" % field, repr(value))
+
+
+def load_json(text: str, source: str) -> Any:
+    """The JSON document of a tool's output; SourceError quoting its first line when it is none."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        raise SourceError(source, "JSON (%s)" % error, first)
+
+
+def number(value: Any) -> Optional[int]:
+    """Integers as smartctl and nvme-cli print them: numbers, numeric strings ("1,234" included), {"value": n}."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        cleaned = value.replace(",", "").strip()
+        if re.match(r"^-?[0-9]+$", cleaned):
+            return int(cleaned)
+    return None
+
+
+def unescape_octal(text: str) -> str:
+    r"""/proc/self/mountinfo, /proc/swaps and fstab escape space, tab, newline and backslash as \NNN."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)

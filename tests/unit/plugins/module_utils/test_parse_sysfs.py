@@ -1,0 +1,41 @@
+"""Values of /sys files: the active I/O scheduler, PCIe link speed and width, a SCSI unit serial, a loop
+backing file."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import (
+    link_speed_gts, link_width, loop_backing_file, parse_scheduler, vpd_unit_serial,
+)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("none [mq-deadline] kyber bfq \n", "mq-deadline"), ("[none] mq-deadline\n", "none"), ("none\n", "none"),
+    ("", None), (None, None),
+])
+def test_scheduler(text, expected):
+    assert parse_scheduler(text) == expected
+
+
+# The texts the kernel prints (drivers/pci/pci-sysfs.c, PCIE_SPEED2STR); this VM's virtio disk has no PCIe link.
+@pytest.mark.parametrize(("text", "gts"), [
+    ("8.0 GT/s PCIe\n", 8.0), ("2.5 GT/s\n", 2.5), ("16.0 GT/s PCIe", 16.0), ("Unknown\n", None), (None, None),
+])
+def test_pcie_link_speed(text, gts):
+    assert link_speed_gts(text) == gts
+
+
+@pytest.mark.parametrize(("text", "lanes"), [("4\n", 4), ("16", 16), ("0\n", None), ("x4", None), (None, None)])
+def test_pcie_link_width(text, lanes):
+    assert link_width(text) == lanes
+
+
+def test_vpd_unit_serial_skips_the_header_and_padding():
+    # HAND-BUILT in the layout of SPC-4 7.8.15 (no SCSI disk on this VM to capture): 4 header bytes, the serial
+    assert vpd_unit_serial(b"\x00\x80\x00\x14   WD-WCC4N1234567\x00") == "WD-WCC4N1234567"
+    assert vpd_unit_serial(b"\x00\x80\x00\x00") is None
+
+
+def test_loop_backing_file_of_a_removed_file():
+    assert loop_backing_file("/dev/shm/d0.img") == ("/dev/shm/d0.img", False)
+    assert loop_backing_file("/dev/shm/d0.img (deleted)") == ("/dev/shm/d0.img", True)
