@@ -767,7 +767,10 @@ class CallbackModule(CallbackBase):
 
     @_guarded
     def v2_runner_item_on_failed(self, result):
-        self._failed(result)
+        # An item that could not connect is no failure of its own: the loop then ends with the host unreachable,
+        # reported once with that item's connection error (_message_of).
+        if not result._result.get("unreachable"):
+            self._failed(result)
 
     @_guarded
     def v2_runner_on_unreachable(self, result):

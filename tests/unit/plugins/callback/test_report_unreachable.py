@@ -59,6 +59,8 @@ def test_a_host_cut_off_in_a_loop_is_reported_with_its_connection_error(playbook
     unreachable = [problem for problem in cut["problems"] if problem["status"] == "unreachable"]
     assert unreachable == [{"task": TASK, "status": "unreachable", "message": REFUSED}], cut["problems"]
     assert all(problem["message"] != LOOP_SUMMARY for problem in cut["problems"])
+    # Its items that could not connect are not failures of their own: the one problem is the host unreachable.
+    assert [problem["status"] for problem in cut["problems"]] == ["unreachable"], cut["problems"]
 
     reasons = [entry["reason"] for entry in report["results"]
                if entry["host"] == "cut" and entry["verdict"] == "not_measured"]
