@@ -55,7 +55,7 @@ import math
 import operator
 import statistics
 from collections.abc import Mapping as _MappingABC
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py;
 # the judge's hot paths call its accessors under their short local names.
@@ -642,19 +642,25 @@ def _validate_match(match: Any, path: str, errors: List[str]) -> Dict[str, Any]:
     return normalized
 
 
+def _positive_figures(given: Mapping[str, Any], keys: Iterable[str], path: str, errors: List[str]) -> Dict[str, float]:
+    """The figures of keys that given holds, each a positive number; an error for each that is not."""
+    figures: Dict[str, float] = {}
+    for key in keys:
+        if key in given:
+            value = _positive(given[key])
+            if value is None:
+                errors.append("%s.%s: must be a positive number, got %r" % (path, key, given[key]))
+            else:
+                figures[key] = value
+    return figures
+
+
 def _validate_datasheet(datasheet: Any, path: str, errors: List[str]) -> Optional[Dict[str, float]]:
     if not isinstance(datasheet, Mapping):
         errors.append("%s: must be a mapping, got %s" % (path, type(datasheet).__name__))
         return None
     _unknown_keys(datasheet, _DATASHEET_KEYS, path, errors)
-    normalized: Dict[str, float] = {}
-    for key in DATASHEET_FIGURES:
-        if key in datasheet:
-            value = _positive(datasheet[key])
-            if value is None:
-                errors.append("%s.%s: must be a positive number, got %r" % (path, key, datasheet[key]))
-            else:
-                normalized[key] = value
+    normalized: Dict[str, float] = _positive_figures(datasheet, DATASHEET_FIGURES, path, errors)
     percent = _number(datasheet.get("min_percent"))
     if "min_percent" not in datasheet:
         errors.append("%s.min_percent: required (the share of the datasheet figure to reach, 0 < min_percent <= 100)" % path)
@@ -678,13 +684,7 @@ def _validate_rule(rule: Any, path: str, errors: List[str]) -> Dict[str, Any]:
             errors.append("%s.name: must be a non-empty string, got %r" % (path, rule["name"]))
         else:
             normalized["name"] = str(rule["name"])
-    for key in THRESHOLDS:
-        if key in rule:
-            value = _positive(rule[key])
-            if value is None:
-                errors.append("%s.%s: must be a positive number, got %r" % (path, key, rule[key]))
-            else:
-                normalized[key] = value
+    normalized.update(_positive_figures(rule, THRESHOLDS, path, errors))
     if "datasheet" in rule:
         datasheet = _validate_datasheet(rule["datasheet"], path + ".datasheet", errors)
         if datasheet is not None:
