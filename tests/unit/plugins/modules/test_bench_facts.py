@@ -3,7 +3,6 @@ run or written; its deprecated job options still run the job (bench_run's tests 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -13,8 +12,9 @@ import tempfile
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.modules import bench_facts
+
+from .module_runner import records, run_main
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -31,15 +31,7 @@ def fixture_path(*parts):
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as caught:
-            bench_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    return caught.value.code, result
-
-
-def records(result):
-    return result["ansible_facts"]["diskproof_results"]
+    return run_main(bench_facts, capsys, args)
 
 
 def test_parse_only_dd_src_gives_a_schema_1_record(capsys):

@@ -5,16 +5,16 @@ test_bench_run_runner.py, cancels in test_bench_run_cancel.py, run_dir in test_b
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
+
+from .module_runner import records, run_main
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -27,15 +27,7 @@ def fixture_path(*parts):
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as caught:
-            bench_run.main()
-    result = json.loads(capsys.readouterr().out)
-    return caught.value.code, result
-
-
-def records(result):
-    return result["ansible_facts"]["diskproof_results"]
+    return run_main(bench_run, capsys, args)
 
 
 @pytest.mark.parametrize(

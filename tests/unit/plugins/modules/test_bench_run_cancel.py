@@ -8,7 +8,6 @@ The "tool" is a stand-in shell script named dd: what matters here is the process
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -16,9 +15,10 @@ import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _cancel, _proc
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
+
+from .module_runner import run_main
 
 # The stand-in tool: a grandchild that ignores SIGTERM, both PIDs in $PIDS, then (optionally) a signal to the
 # module ($PPID), then waits for 30 s.
@@ -46,10 +46,7 @@ def alive(pid):
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as caught:
-            bench_run.main()
-    return caught.value.code, json.loads(capsys.readouterr().out)
+    return run_main(bench_run, capsys, args)
 
 
 @pytest.fixture

@@ -7,25 +7,22 @@ someone able to write the target could. Root only (the run directory must be roo
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _paths
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
+
+from .module_runner import run_main
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
               pytest.mark.skipif(shutil.which("dd") is None, reason="dd not installed")]
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as caught:
-            bench_run.main()
-    return caught.value.code, json.loads(capsys.readouterr().out)
+    return run_main(bench_run, capsys, args)
 
 
 def sha256(path):

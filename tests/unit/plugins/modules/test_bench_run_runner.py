@@ -23,10 +23,11 @@ import tempfile
 import jinja2
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
+
+from .module_runner import records, run_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIO_TEMPLATE = os.path.join(HERE, "..", "..", "..", "..", "roles", "benchmark", "templates", "fio_job.ini.j2")
@@ -41,15 +42,7 @@ needs_bonnie = pytest.mark.skipif(shutil.which("bonnie++") is None, reason="bonn
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as caught:
-            bench_run.main()
-    result = json.loads(capsys.readouterr().out)
-    return caught.value.code, result
-
-
-def records(result):
-    return result["ansible_facts"]["diskproof_results"]
+    return run_main(bench_run, capsys, args)
 
 
 def task_warnings(result):
