@@ -58,6 +58,7 @@ import datetime
 import hashlib
 import json
 import math
+import operator
 import os
 import pickle
 import platform
@@ -105,23 +106,20 @@ GIB = 2 ** 30
 # A handful of disk models a fleet really has, with what these tests measure on them
 # (B/s for dd with 1 MiB blocks, IOPS for fio 4 KiB at iodepth 32): vendor figures derated to
 # what a fdatasync'd / O_DIRECT single job gets. weight = share of hosts.
-DISK_MODELS = (
-    {"model": "SAMSUNG MZ7L3960HCJR-00A07", "firmware": "JXTC404Q", "size_bytes": 960197124096, "rotational": False,
-     "transport": "sata", "serial_prefix": "S6KNNE0T", "device_prefix": "sd", "weight": 35,
-     "dd_seq_write": 480e6, "dd_seq_read": 535e6, "fio_rand_read": 92000.0, "fio_rand_write": 29000.0},
-    {"model": "INTEL SSDSC2KB960G8", "firmware": "XCV10132", "size_bytes": 960197124096, "rotational": False,
-     "transport": "sata", "serial_prefix": "PHYF0", "device_prefix": "sd", "weight": 20,
-     "dd_seq_write": 470e6, "dd_seq_read": 540e6, "fio_rand_read": 88000.0, "fio_rand_write": 33000.0},
-    {"model": "Micron_5300_MTFDDAK960TDS", "firmware": "D3MU001", "size_bytes": 960197124096, "rotational": False,
-     "transport": "sata", "serial_prefix": "2107", "device_prefix": "sd", "weight": 15,
-     "dd_seq_write": 490e6, "dd_seq_read": 530e6, "fio_rand_read": 90000.0, "fio_rand_write": 31000.0},
-    {"model": "SAMSUNG MZQL23T8HCLS-00A07", "firmware": "GDC5602Q", "size_bytes": 3840755982336, "rotational": False,
-     "transport": "nvme", "serial_prefix": "S64HNE0R", "device_prefix": "nvme", "weight": 15,
-     "dd_seq_write": 2900e6, "dd_seq_read": 3400e6, "fio_rand_read": 240000.0, "fio_rand_write": 120000.0},
-    {"model": "ST4000NM000A-2HZ100", "firmware": "SN04", "size_bytes": 4000787030016, "rotational": True,
-     "transport": "sata", "serial_prefix": "WJG0", "device_prefix": "sd", "weight": 15,
-     "dd_seq_write": 205e6, "dd_seq_read": 215e6, "fio_rand_read": 420.0, "fio_rand_write": 610.0},
-)
+DISK_MODEL_FIELDS = ("model", "firmware", "size_bytes", "rotational", "transport", "serial_prefix", "device_prefix",
+                     "weight", "dd_seq_write", "dd_seq_read", "fio_rand_read", "fio_rand_write")
+DISK_MODELS = tuple(dict(zip(DISK_MODEL_FIELDS, row)) for row in (
+    ("SAMSUNG MZ7L3960HCJR-00A07", "JXTC404Q", 960197124096, False, "sata", "S6KNNE0T", "sd", 35,
+     480e6, 535e6, 92000.0, 29000.0),
+    ("INTEL SSDSC2KB960G8", "XCV10132", 960197124096, False, "sata", "PHYF0", "sd", 20,
+     470e6, 540e6, 88000.0, 33000.0),
+    ("Micron_5300_MTFDDAK960TDS", "D3MU001", 960197124096, False, "sata", "2107", "sd", 15,
+     490e6, 530e6, 90000.0, 31000.0),
+    ("SAMSUNG MZQL23T8HCLS-00A07", "GDC5602Q", 3840755982336, False, "nvme", "S64HNE0R", "nvme", 15,
+     2900e6, 3400e6, 240000.0, 120000.0),
+    ("ST4000NM000A-2HZ100", "SN04", 4000787030016, True, "sata", "WJG0", "sd", 15,
+     205e6, 215e6, 420.0, 610.0),
+))
 MEMORY_CHOICES_GIB = (64, 128, 256, 512)
 FIO_RUNTIME_S = 60
 DISK_SPREAD = 0.03             # per-disk factor, relative standard deviation
@@ -368,6 +366,19 @@ class RecordFactory:
 # ansible objects: real ones, except the task results
 # ---------------------------------------------------------------------------------------------
 
+def _alias(name: str) -> property:
+    """A read-only property answering under a second name: the stub serves both spellings."""
+    return property(operator.attrgetter(name))
+
+
+def _result_flag(key: str):
+    """A CallbackTaskResult.is_<key>() method: the flag of that name in the result dict."""
+    def flag(self) -> bool:
+        return bool(self.result.get(key))
+    flag.__name__ = "is_" + key
+    return flag
+
+
 class StubTaskResult:
     """What a callback gets from ansible-core 2.19 (CallbackTaskResult), minus the lazy
     transform of the result dict: host, task, the result dict, under both names."""
@@ -380,37 +391,18 @@ class StubTaskResult:
         self.result = result
         self.task_fields = {}
 
-    @property
-    def _host(self):
-        return self.host
-
-    @property
-    def _task(self):
-        return self.task
-
-    @property
-    def _result(self):
-        return self.result
-
-    @property
-    def _task_fields(self):
-        return self.task_fields
+    _host = _alias("host")
+    _task = _alias("task")
+    _result = _alias("result")
+    _task_fields = _alias("task_fields")
+    is_changed = _result_flag("changed")
+    is_failed = _result_flag("failed")
+    is_unreachable = _result_flag("unreachable")
+    is_skipped = _result_flag("skipped")
 
     @property
     def task_name(self):
         return self.task.get_name()
-
-    def is_changed(self):
-        return bool(self.result.get("changed"))
-
-    def is_failed(self):
-        return bool(self.result.get("failed"))
-
-    def is_unreachable(self):
-        return bool(self.result.get("unreachable"))
-
-    def is_skipped(self):
-        return bool(self.result.get("skipped"))
 
 
 def _real_task_result_class():

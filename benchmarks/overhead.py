@@ -16,6 +16,11 @@ counted), and where validate.yml's time went (per phase). Always tears the lab d
     sudo .venv/bin/python benchmarks/overhead.py                          # 10 and 30 hosts, 3 rounds
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --rounds 5 --markdown
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 -e quiesce_idle_window=2   # any extra var
+    sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --before /tmp/old-checkout  # before/after, same rounds
+
+--before runs validate.yml of another checkout of the collection (an older commit, with its
+.ansible/collections link) in every round too, right before this checkout's: before and after are
+then measured back to back on the same lab against the same fio --client round.
 
 Exit code 0 when the 10-host ratio (or the smallest host count's) is within --target (1.5),
 1 when it is not, 2 when the lab or a run failed.
@@ -179,15 +184,15 @@ def benchmark_inventory(out: pathlib.Path, mode: str) -> Tuple[pathlib.Path, Dic
 
 
 def run_validate(inventory: pathlib.Path, out: pathlib.Path, extra: Dict[str, Any], label: str,
-                 lab_cpu: LabCpu) -> Dict[str, Any]:
+                 lab_cpu: LabCpu, root: pathlib.Path = ROOT) -> Dict[str, Any]:
     report_dir = out / ("report-" + label)
     clock = out / ("clock-%s.json" % label)
     control = tempfile.mkdtemp(prefix="diskproof-overhead-cp-")   # fresh ssh masters: each run connects anew
-    env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+    env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(root / "ansible.cfg"),
                DISKPROOF_REPORT_DIR=str(report_dir), ANSIBLE_NOCOLOR="1", PHASE_CLOCK_FILE=str(clock),
                ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
                ANSIBLE_CALLBACKS_ENABLED="diskproof.fleet.report,phase_clock", ANSIBLE_SSH_CONTROL_PATH_DIR=control)
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks" / "validate.yml"),
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(root / "playbooks" / "validate.yml"),
             "-e", json.dumps(extra)]
     lab_before = lab_cpu.cpu_seconds()
     try:
@@ -307,7 +312,7 @@ PARTS: List[Tuple[Tuple[str, ...], str]] = [
     (("report callback",), "report callback and exit"),
     (("restore", "start exactly"), "restore: start services, release the lock"),
     (("quiesce", "lock the host"), "quiesce: lock, stop services, drop caches, idle window"),
-    (("run each test",), "the fio job (bench_facts: fio, cache drop, device counters)"),
+    (("run each test",), "the fio job (bench_run: fio, cache drop, device counters)"),
     (("plan",), "plan (bench_plan) and show it"),
     (("discover", "stop this host"), "discover (disk_facts, safety class)"),
 ]
@@ -332,7 +337,8 @@ def table(header: List[str], rows: List[List[str]], markdown: bool) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in [header] + rows)
 
 
-def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, extra: Dict[str, Any]) -> Dict[str, Any]:
+def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, extra: Dict[str, Any],
+            before: Optional[pathlib.Path] = None) -> Dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     spec = out / "spec.yml"
     spec.write_text(spec_text(count))
@@ -363,14 +369,27 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
             if warm["code"] != 0 or sorted(jobs) != sorted(hosts):
                 raise RuntimeError("warm-up validate.yml failed (exit code %d, job files for %d of %d hosts); see %s"
                                    % (warm["code"], len(jobs), len(hosts), out))
-            validate_runs, fio_runs = [], []
+            if before is not None:
+                warm = run_validate(inventory, out, settings, "%d-%s-warm-before" % (count, scenario_name), lab_cpu,
+                                    before)
+                if warm["code"] != 0:
+                    raise RuntimeError("warm-up validate.yml of %s failed (exit code %d); see %s"
+                                       % (before, warm["code"], out))
+            validate_runs, before_runs, fio_runs = [], [], []
             for number in range(1, rounds + 1):
                 label = "%d-%s-%d" % (count, scenario_name, number)
-                run = run_validate(inventory, out, settings, label, lab_cpu)
-                if run["code"] != 0 or runs_of(run["report"]) != expected_runs:
-                    raise RuntimeError("validate.yml failed in round %d (exit code %d, %d of %d fio runs); see %s"
-                                       % (number, run["code"], runs_of(run["report"]), expected_runs, out))
-                validate_runs.append(run)
+                checkouts = [("before", before)] if before is not None else []
+                for kind, root in checkouts + [("after", ROOT)]:
+                    run = run_validate(inventory, out, settings, label + ("-before" if kind == "before" else ""),
+                                       lab_cpu, root)
+                    if run["code"] != 0 or runs_of(run["report"]) != expected_runs:
+                        raise RuntimeError("validate.yml of %s failed in round %d (exit code %d, %d of %d fio runs); "
+                                           "see %s" % (root, number, run["code"], runs_of(run["report"]),
+                                                       expected_runs, out))
+                    (before_runs if kind == "before" else validate_runs).append(run)
+                    if kind == "before":
+                        print("  round %d: validate.yml of %s %.1f s (controller %.1f CPU-s, lab hosts %.1f CPU-s)"
+                              % (number, root, run["wall"], run["cpu"], run["lab_cpu"]), flush=True)
                 fio = run_fio_client(hosts, jobs, out, label, lab_cpu)
                 if fio["code"] != 0 or len(fio["iops"]) != expected_runs:
                     raise RuntimeError("fio --client failed in round %d (exit code %d, %d of %d job results); see %s"
@@ -383,6 +402,8 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                          statistics.median(fio["read_iops"] or [0.0])),
                       flush=True)
             result["scenarios"][scenario_name] = {"validate": validate_runs, "fio": fio_runs}
+            if before is not None:
+                result["scenarios"][scenario_name]["before"] = before_runs
         return result
     finally:
         for name, pid in servers.items():
@@ -404,22 +425,33 @@ def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool
 
     jobs = len(scenario["tests"]) * scenario["repeats"]
     plural = "s" if scenario["repeats"] > 1 else ""
-    rows = [["validate.yml (quick profile: %s × %d run%s)" % (", ".join(scenario["tests"]), scenario["repeats"], plural),
-             "%.1f" % median_wall, " / ".join("%.1f" % wall for wall in walls), "%.2f" % per_host("validate", "cpu"),
-             "%.2f" % per_host("validate", "lab_cpu")],
-            ["fio --client, the same %d job file%s per host" % (jobs, "s" if jobs > 1 else ""), "%.1f" % median_fio,
-             " / ".join("%.1f" % wall for wall in fio_walls), "%.3f" % per_host("fio", "cpu"),
-             "%.2f" % per_host("fio", "lab_cpu")]]
+    rows = []
+    if runs.get("before"):
+        before_walls = [run["wall"] for run in runs["before"]]
+        rows.append(["validate.yml before (the --before checkout), ratio %.2f"
+                     % (statistics.median(before_walls) / median_fio),
+                     "%.1f" % statistics.median(before_walls), " / ".join("%.1f" % wall for wall in before_walls),
+                     "%.2f" % per_host("before", "cpu"), "%.2f" % per_host("before", "lab_cpu")])
+    rows += [["validate.yml (quick profile: %s × %d run%s)" % (", ".join(scenario["tests"]), scenario["repeats"], plural),
+              "%.1f" % median_wall, " / ".join("%.1f" % wall for wall in walls), "%.2f" % per_host("validate", "cpu"),
+              "%.2f" % per_host("validate", "lab_cpu")],
+             ["fio --client, the same %d job file%s per host" % (jobs, "s" if jobs > 1 else ""), "%.1f" % median_fio,
+              " / ".join("%.1f" % wall for wall in fio_walls), "%.3f" % per_host("fio", "cpu"),
+              "%.2f" % per_host("fio", "lab_cpu")]]
     text = ["\n## %d hosts, %s (%d fio job%s of 10 s per host): ratio %.2f (validate.yml / fio --client, medians of "
             "%d rounds)\n" % (count, scenario_name, jobs, "s" if jobs > 1 else "", ratio, len(walls)),
             table(["command", "wall s (median)", "each round", "controller CPU-s per host", "lab host CPU-s per host"],
                   rows, markdown)]
-    middle = sorted(runs["validate"], key=lambda run: run["wall"])[len(walls) // 2]
-    parts = grouped(phases(middle["clock"], middle["launched"], middle["wall"]))
-    if parts:
-        text.append("\nWhere validate.yml's %.1f s went (median round):\n" % middle["wall"])
-        text.append(table(["part", "s", "share"], [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"])]
-                                                   for name, seconds in parts], markdown))
+    for kind, title in (("before", "validate.yml before"), ("validate", "validate.yml")):
+        if not runs.get(kind):
+            continue
+        middle = sorted(runs[kind], key=lambda run: run["wall"])[len(runs[kind]) // 2]
+        parts = grouped(phases(middle["clock"], middle["launched"], middle["wall"]))
+        if parts:
+            text.append("\nWhere %s's %.1f s went (median round):\n" % (title, middle["wall"]))
+            text.append(table(["part", "s", "share"],
+                              [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"])]
+                               for name, seconds in parts], markdown))
     return ratio, "\n".join(text)
 
 
@@ -444,6 +476,8 @@ def main() -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="extra var for validate.yml (k=v or JSON)")
     parser.add_argument("--json", help="write every measured figure here")
     parser.add_argument("--markdown", action="store_true", help="print tables as Markdown (for docs/benchmarks.md)")
+    parser.add_argument("--before", type=pathlib.Path,
+                        help="another checkout whose validate.yml also runs in every round, right before this one's")
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("needs root (the lab uses network namespaces, loop devices and cgroups)")
@@ -453,10 +487,12 @@ def main() -> int:
     if unknown:
         parser.error("unknown scenario %s: choose from %s" % (", ".join(unknown), ", ".join(SCENARIOS)))
     extra = parse_extra(args.extra_vars)
+    if args.before is not None and not (args.before / "playbooks" / "validate.yml").is_file():
+        parser.error("--before %s: not a checkout of the collection (no playbooks/validate.yml)" % args.before)
     results, texts, ratios = [], [], {}
     try:
         for count in counts:
-            result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra)
+            result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra, args.before)
             results.append(result)
             for name, runs in result["scenarios"].items():
                 ratios[(count, name)], text = summary(count, name, runs, args.markdown)
@@ -469,6 +505,8 @@ def main() -> int:
         slim = [{"hosts": result["hosts"],
                  "scenarios": {name: {"validate": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "launched", "clock")}
                                                    for run in runs["validate"]],
+                                      "before": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "launched", "clock")}
+                                                 for run in runs.get("before", [])],
                                       "fio": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "iops")}
                                               for run in runs["fio"]]}
                                for name, runs in result["scenarios"].items()}}

@@ -2,15 +2,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Bounded input: how long each tool parser (and tool=auto) takes on adversarial text, and how that
-time grows with the size of the text.
+"""Bounded input: how long each parser (of a tool's output or of a system source, and tool=auto) takes
+on adversarial text, and how that time grows with the size of the text.
 
-bench_facts parses whatever a tool printed, or whatever file src= names: a parser whose time grows
-faster than its input (regex backtracking, a search restarted at every line) can hang a host's
-module for minutes on a few kB of unlucky text. For every parser and every shape below it prints the
-CPU seconds of one parse for each size (the best of --repeat; CPU time, so that other work on the
-machine does not count) and the growth from the smallest to the largest size: ~10x for 100 kB -> 1 MB
-is linear, ~100x is quadratic.
+bench_facts parses whatever a tool printed, or whatever file src= names, and disk_facts, quiesce and
+evidence parse system files and commands (lsblk, smartctl, /proc, systemctl, ...) on every host: a
+parser whose time grows faster than its input (regex backtracking, a search restarted at every line)
+can hang a host's module for minutes on a few kB of unlucky text. For every parser and every shape
+below it prints the CPU seconds of one parse for each size (the best of --repeat; CPU time, so that
+other work on the machine does not count) and the growth from the smallest to the largest size: ~10x
+for 100 kB -> 1 MB is linear, ~100x is quadratic.
 
     .venv/bin/python benchmarks/parse_bounds.py                       # 100 kB and 1 MB, every shape
     .venv/bin/python benchmarks/parse_bounds.py --markdown            # the table docs/parsers.md shows
@@ -36,7 +37,9 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path is set)
-    bonnie, dd, fio, fio_text, ioping, sysbench, units)
+    blkid, bonnie, cgroup, chronyc, dd, diskstats, fio, fio_text, fstab, ioping, kernel_log, loadavg, lsblk, mdstat,
+    meminfo, mountinfo, nvme, os_release, proc_cgroup, proc_pid_stat, smartctl, swaps, sysbench, sysfs, systemctl,
+    timedatectl, tool_version, units, wipefs, write_cache)
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError  # noqa: E402
@@ -96,6 +99,40 @@ def fio_jobs_and_noise(size: int) -> str:
     return noise + '{\n"fio version" : "fio-3.33",\n"jobs" : [\n' + jobs + "\n]\n}\n"
 
 
+# Lines of the system sources: from tests/fixtures/{discover,quiesce,evidence} where there is one (lsblk and
+# journalctl shortened), else as the unit tests of the parser have them.
+SYSTEM_LINES = (
+    "175 174 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict,resuid=65534,resgid=65534\n",
+    "   7       0 loop0 63551 4 5664934 9356 6586 2021 6330256 12008 0 4108 21385 22 0 23068760 0 694 20\n",
+    "Personalities : [linear] [multipath] [raid0] [raid1] [raid6] [raid5] [raid4] [raid10] \n",
+    "md127 : active raid1 sdc1[0] sdc2[1]\n",
+    "      52395008 blocks super 1.2 [2/2] [UU]\n",
+    "      [==========>..........]  resync = 50.4% (26409536/52395008) finish=6.4min speed=67648K/sec\n",
+    "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
+    "/dev/loop2p2                            partition\t31740\t\t31740\t\t-2\n",
+    "1.62 1.00 1.22 3/115 27930\n",
+    "MemTotal:       16315444 kB\n",
+    "DEVNAME=/dev/loop1\n", "UUID=520f938e-c205-4857-92f0-787e39468302\n", "TYPE=ext4\n",
+    "Reference ID    : AB42617E (srcf-ntp.stanford.edu)\n",
+    "System time     : 0.000669840 seconds slow of NTP time\n",
+    "26990 (cat) R 26837 26837 18080 0 -1 4194304 121 0 0 0 0 0 0 0 20 0 1 0 270611 3133440 418\n",
+    "usage_usec 151239906\n", "9:name=systemd:/init.scope\n", "0::/init.scope\n",
+    "Id=cron.service\n", "ActiveState=active\n",
+    "TimersCalendar={ OnCalendar=Mon *-*-* 00:00:00 ; next_elapse=(null) }\n",
+    "NTPSynchronized=no\n", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n',
+    "UUID=520f938e-c205-4857-92f0-787e39468302 / ext4 errors=remount-ro 0 1\n",
+    "[  12.269410] nvme0n1: p1 p2\n", "none [mq-deadline] kyber bfq\n", "/tmp/lab/disk0.img (deleted)\n",
+    " write-caching =  1 (on)\n", "WCE           0  [cha: y]\n",
+    "get-feature:0x06 (Volatile Write Cache), Current value:0x00000001\n",
+    "dd (coreutils) 9.1\n", "fio-3.33\n",
+)
+LSBLK_DEVICE = ('{"kname": "loop0", "name": "loop0", "maj:min": "7:0", "type": "loop", "size": 1073741824, '
+                '"mountpoints": [null], "children": []}')
+LSBLK_NESTED = '{"kname": "md0", "maj:min": "9:0", "type": "raid1", "mountpoints": [null], "children": ['
+JOURNAL_ENTRY = ('{"_SOURCE_MONOTONIC_TIMESTAMP":"12269410034","_TRANSPORT":"kernel","MESSAGE":"nvme0n1: p1 p2",'
+                 '"PRIORITY":"6","__MONOTONIC_TIMESTAMP":"12269416071"}')
+
+
 # Adversarial shapes: each a function of the wanted size. Near misses of every tool's own lines
 # make the parsers and tool=auto try (and backtrack over) the most.
 SHAPES: Dict[str, Callable[[int], str]] = {
@@ -153,18 +190,37 @@ SHAPES: Dict[str, Callable[[int], str]] = {
         "  read : io=1KB, bw=, iops=1 , runt=1\n", "    clat (usec): min=1k, max=\n",
         "    clat percentiles (usec):\n", "     | " + "1.00th=[" * 200 + "\n", "     | " + "9" * 3000 + "th=[1]\n",
         " " * 5000 + "x: (groupid=\n", "Run status group 0 (all jobs):\n", "   READ: bw=" + ", io=1" * 300 + "\n"),
+    # system files and commands (SYSTEM_LINES), repeated whole
+    "system_lines": lambda size: repeat_to(size, *SYSTEM_LINES),
+    # the same lines cut short: every field a parser looks for is there but the last
+    "system_near_miss": lambda size: repeat_to(size, *(line[:len(line) * 2 // 3] + "\n" for line in SYSTEM_LINES)),
+    # systemctl show of a timer with ever more triggers: one key on every line (each value kept, one per line)
+    "systemctl_one_key": lambda size: repeat_to(size, "TimersCalendar={ OnCalendar=daily ; next_elapse=n/a }\n"),
+    # lsblk, smartctl, nvme-cli, wipefs and journalctl JSON: one document of many entries, and one line per entry
+    "json_devices": lambda size: '{"blockdevices": [' + ",\n".join([LSBLK_DEVICE] * (size // (len(LSBLK_DEVICE) + 2)))
+    + "]}",
+    "json_entry_lines": lambda size: repeat_to(size, JOURNAL_ENTRY + "\n", '{"signatures": [{"device": "x"}]}\n'),
+    # lsblk children nested ever deeper on one line until the text ends: JSON too deep for the decoder's
+    # recursion (a RecursionError of json must end as a ParseError)
+    "json_nested_children": lambda size: '{"blockdevices": [' + repeat_to(size - 19, LSBLK_NESTED),
 }
 
 
-def _units(text: str) -> None:
-    """The units helpers on the whole text as one token (the parsers hand them regex groups)."""
-    for call in (lambda: units.parse_decimal(text, "units", "line"),
-                 lambda: units.parse_unsigned(text, "units", "line"),
-                 lambda: units.decimal_places(text)):
-        try:
-            call()
-        except ParseError:
-            pass
+def _each(*calls: Callable[[str], object]) -> Callable[[str], None]:
+    """A source with several entry points: each one on the whole text; a ParseError ends only its own call."""
+    def parse(text: str) -> None:
+        for call in calls:
+            try:
+                call(text)
+            except ParseError:
+                pass
+    return parse
+
+
+# The units helpers on the whole text as one token (the parsers hand them regex groups).
+_units = _each(lambda text: units.parse_decimal(text, "units", "line"),
+               lambda text: units.parse_unsigned(text, "units", "line"),
+               units.decimal_places)
 
 
 PARSERS: Dict[str, Callable[[str], object]] = {
@@ -177,6 +233,36 @@ PARSERS: Dict[str, Callable[[str], object]] = {
     "units": _units,
     "detect": detect_tool,
     "auto": lambda text: parse_output(text, "auto"),
+    # the system sources the host modules read (one parser file each under module_utils/_parse/)
+    "lsblk": lsblk.parse_lsblk,
+    "smartctl": _each(smartctl.parse_smartctl, lambda text: smartctl.smartctl_result(4, text, text)),
+    "nvme": _each(nvme.parse_nvme_smart_log, lambda text: nvme.nvme_result(0, text, text)),
+    "wipefs": wipefs.parse_wipefs_json,
+    "blkid": _each(lambda text: blkid.blkid_result(0, text, ""), lambda text: blkid.blkid_result(2, "", text)),
+    "diskstats": _each(diskstats.parse_diskstats, diskstats.parse_block_stat),
+    "mdstat": mdstat.parse_mdstat,
+    "mountinfo": _each(mountinfo.parse_mountinfo, mountinfo.cgroup2_mount),
+    "swaps": swaps.parse_swaps,
+    "fstab": _each(fstab.parse_fstab, fstab.fstab_spec),
+    "sysfs": _each(sysfs.parse_scheduler, sysfs.link_speed_gts, sysfs.link_width, sysfs.loop_backing_file,
+                   lambda text: sysfs.vpd_unit_serial(text.encode("utf-8", "surrogateescape"))),
+    "meminfo": meminfo.parse_meminfo,
+    "loadavg": loadavg.parse_loadavg,
+    "cgroup": cgroup.parse_cpu_stat,
+    "proc_cgroup": proc_cgroup.parse_proc_cgroup,
+    "proc_pid_stat": _each(proc_pid_stat.fields_after_command, proc_pid_stat.parse_proc_stat),
+    "systemctl": _each(systemctl.parse_systemctl_show, systemctl.parse_list_units, systemctl.timer_entries,
+                       systemctl.parse_systemd_time, systemctl.parse_timespan),
+    "timedatectl": _each(timedatectl.parse_timesync_status, timedatectl.parse_timedatectl_show),
+    "chronyc": _each(chronyc.chronyc_unsynchronised, chronyc.parse_chronyc_tracking),
+    "kernel_log": _each(lambda text: kernel_log.dmesg_lines(text, "nvme0n1"),
+                        lambda text: kernel_log.dmesg_lines(text, "sda"), kernel_log.journal_kernel_text),
+    "os_release": os_release.parse_os_release,
+    "tool_version": _each(lambda text: tool_version.parse_tool_version("fio", text, text),
+                          lambda text: tool_version.parse_tool_version("bonnie++", "", text),
+                          tool_version.version_tuple),
+    "write_cache": _each(write_cache.parse_hdparm_write_cache, write_cache.parse_sdparm_wce,
+                         write_cache.parse_nvme_volatile_write_cache),
 }
 
 

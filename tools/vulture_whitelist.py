@@ -22,6 +22,8 @@ framework.DOCUMENTATION
 framework.EXAMPLES
 framework.RETURN
 framework.FACTS
+framework.FACTS_MODULE
+framework.DEPRECATED
 framework.TRANSFERS_FILES
 framework.CALLBACK_VERSION
 framework.CALLBACK_TYPE
@@ -47,6 +49,7 @@ framework.stats
 # benchmarks/callback_scale.py: stand-ins for ansible-core's TaskResult, Task, Play and plugin
 # loader objects, read by the callback and by ansible-core under these names.
 framework._task_fields
+framework.task_fields
 framework.task_name
 framework.is_changed
 framework.is_failed

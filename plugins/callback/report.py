@@ -249,17 +249,13 @@ TABLE_REASON_MAX = 110
 MIB = 2 ** 20
 TASK_FAILED_PREFIX = "Task failed: "
 WRITE_BUFFER = 2 ** 20
-WRITE_BATCH = 512  # report.json and results.csv lines joined per write
 
 
-def _record_encoder():
+def _record_json(record: Mapping) -> bytes:
     """The JSON of a record as report.json holds it: compact, ASCII, the record's own key order
     (bench_facts writes them in schema order). A value JSON cannot carry (none in a bench_facts
-    record) is written as its str(). No check for circular references: results come from JSON."""
-    return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
-
-
-_RECORD_JSON = _record_encoder()
+    record) is written as its str()."""
+    return json.dumps(record, separators=(",", ":"), default=str).encode("ascii")
 
 
 _plain = _report_inputs.plain
@@ -324,61 +320,30 @@ class RecordSpool:
 
     ``add`` encodes the record once (its report.json text: that copy is what isolates it from
     other callbacks, which get the same result objects) into an anonymous temp file and takes
-    its ``_aggregate.record_facts``, the few values judging needs. ``reader()`` reads the texts
+    its ``_aggregate.record_facts``, the few values judging needs. ``json(ref)`` reads a text
     back for report.json; ``record(ref)`` parses one for the entries the pages list in full.
     """
 
     def __init__(self) -> None:
         self._file = None
         self._offsets = array.array("Q", [0])  # record i is offsets[i]:offsets[i + 1]
-        self._shared: dict = {}  # one object per equal test, path, model, serial...
-        self._readable = False
 
     def add(self, record: Mapping) -> tuple:
         """(ref, facts) of a record."""
-        text = _RECORD_JSON(record).encode("utf-8")
-        facts = _aggregate.record_facts(record, self._shared)
+        text = _record_json(record)
+        facts = _aggregate.record_facts(record)
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="diskproof-report-", suffix=".spool")
         self._file.write(text)
-        self._readable = False
         offsets = self._offsets
         offsets.append(offsets[-1] + len(text))
         return len(offsets) - 2, facts
 
     def json(self, ref: int) -> bytes:
         """The record's JSON text (UTF-8; ASCII in fact)."""
-        if not self._readable:
-            self._file.flush()
-            self._readable = True
+        self._file.flush()
         start = self._offsets[ref]
         return os.pread(self._file.fileno(), self._offsets[ref + 1] - start, start)
-
-    def reader(self):
-        """A function ref -> the record's JSON text (UTF-8), for reading every record once.
-
-        Reads the whole spool through once first, in 1 MiB reads: when its pages were dropped
-        from the page cache since they were written (memory pressure, ``drop_caches``), one
-        sequential pass brings them back instead of one small disk read per record in report
-        order; when they were not, it costs a few milliseconds.
-        """
-        if self._file is None:
-            return lambda ref: b"null"
-        self._file.flush()
-        self._readable = True
-        fileno, offsets, pread = self._file.fileno(), self._offsets, os.pread
-        if hasattr(os, "preadv"):
-            buffer, offset, size = bytearray(WRITE_BUFFER), 0, offsets[-1]
-            while offset < size:
-                got = os.preadv(fileno, [buffer], offset)
-                if got <= 0:
-                    break
-                offset += got
-
-        def read(ref: int) -> bytes:
-            start = offsets[ref]
-            return pread(fileno, offsets[ref + 1] - start, start)
-        return read
 
     def record(self, ref: int) -> dict:
         return json.loads(self.json(ref))
@@ -491,16 +456,13 @@ class CsvLines:
 
 
 def _junit_fields(entry: _aggregate.Entry) -> tuple:
-    """The _junit.JunitWriter.add_case fields of an entry, after its host."""
+    """The junit.xml testcase fields of an entry (_junit.CaseFields)."""
     facts = entry.facts
-    findings = entry.findings
-    reason = findings[0][1] if len(findings) == 1 else _aggregate.entry_reason(entry)
+    reason = _aggregate.entry_reason(entry)
     if facts is None:
-        return None, None, 0.0, entry.verdict, reason, findings, entry.notes
-    seconds = facts.seconds
-    if not isinstance(seconds, float) or not seconds >= 0:  # not a number >= 0 (NaN included)
-        seconds = _junit.seconds_of(seconds)
-    return facts.test, facts.target.path, seconds, entry.verdict, reason, findings, entry.notes
+        return None, None, 0.0, entry.verdict, reason, entry.findings, entry.notes
+    seconds = _junit.seconds_of(facts.seconds)
+    return facts.test, facts.target.path, seconds, entry.verdict, reason, entry.findings, entry.notes
 
 
 def _is_measuring_task(task) -> bool:
@@ -915,98 +877,45 @@ class CallbackModule(CallbackBase):
     def _write(self, report: dict, entries: list) -> tuple:
         """Every report file, each written atomically, report.json first; (paths, the report as the
         pages see it, their listing). One pass over the entries writes report.json and results.csv
-        (lines joined WRITE_BATCH at a time, never a dict per entry; each record's spooled JSON
-        copied as it is), hands each entry to the junit.xml writer (which spells a host's
-        testcases when it writes that host's testsuite), and picks what the console, report.md
-        and report.html list: every entry of a small report; at fleet scale (more than
-        _render.LISTING_LIMIT) the entries that are not pass, the passes counted per test and
-        peer group."""
+        a line per entry (never a dict per entry; each record's spooled JSON copied as it is),
+        hands each entry to the junit.xml writer (which spells a host's testcases when it writes
+        that host's testsuite), and picks what the console, report.md and report.html list
+        (_render.ListingBuilder): every entry of a small report; at fleet scale the entries that
+        are not pass, the passes counted per test and peer group."""
         report_dir = os.path.abspath(self._report_dir())
         os.makedirs(report_dir, exist_ok=True)
         paths = [os.path.join(report_dir, name) for name in (REPORT_JSON, RESULTS_CSV, JUNIT_XML, REPORT_MD, REPORT_HTML)]
         json_path, csv_path, junit_path, md_path, html_path = paths
-        summarise = len(entries) > _render.LISTING_LIMIT
-        listed: list = []
-        passes: dict = {}  # (group key, metric, test, type of test) -> pass entries not listed
-        first_of_test: dict = {}  # test text -> spool ref of its first record in report order
-        seen_tests: set = set()
-        junit = _junit.JunitWriter(report)
-        defer_case = junit.defer
-        entry_reason = _aggregate.entry_reason
-        json_parts = _aggregate.entry_json_parts
+        junit = _junit.JunitWriter(report, _junit_fields)
+        builder = _render.ListingBuilder(len(entries))
         csv_line = CsvLines().line
-        read = self._spool.reader()
-        verdict_pass = _aggregate.VERDICT_PASS
         with AtomicFile(json_path, binary=True) as json_file, AtomicFile(csv_path) as csv_file:
             head, tail = _aggregate.report_json_frame(report)
-            write_json, write_csv = json_file.stream.write, csv_file.stream.write
-            write_json(head.encode("ascii"))
-            write_csv(",".join(CSV_COLUMNS) + "\n")
-            # Lines are written WRITE_BATCH at a time: one join and one write call per batch.
-            json_lines: list = []
-            csv_lines: list = []
-            separator = b"\n"
-            for entry in entries:
-                host, ref, facts, verdict = entry.host, entry.record, entry.facts, entry.verdict
-                reason = entry_reason(entry)
-                csv_lines.append(csv_line(entry, reason))
-                before, after = json_parts(entry)
-                json_lines.extend((separator, before.encode("ascii"), b"null" if facts is None else read(ref), after.encode("ascii")))
-                separator = b",\n"
+            json_file.stream.write(head.encode("ascii"))
+            csv_file.stream.write(",".join(CSV_COLUMNS) + "\n")
+            for index, entry in enumerate(entries):
+                facts = entry.facts
+                before, after = _aggregate.entry_json_parts(entry)
+                record_json = b"null" if facts is None else self._spool.json(entry.record)
+                json_file.stream.write(b"".join((b"\n" if index == 0 else b",\n", before.encode("ascii"), record_json,
+                                                 after.encode("ascii"))))
+                csv_file.stream.write(csv_line(entry, _aggregate.entry_reason(entry)))
                 # junit.xml is written host by host: its testcases are spelled then (_junit_fields).
-                defer_case(host, entry)
-                if len(csv_lines) == WRITE_BATCH:
-                    write_json(b"".join(json_lines))
-                    write_csv("".join(csv_lines))
-                    json_lines, csv_lines = [], []
-                if not summarise:
-                    listed.append(entry)
-                    continue
-                if verdict != verdict_pass:
-                    listed.append(entry)
+                junit.add(entry.host, entry)
                 if facts is None:
-                    continue
-                test = facts.test
-                try:
-                    if test not in seen_tests:
-                        self._first_of_test(test, entry.record, seen_tests, first_of_test)
-                    if verdict == verdict_pass:
-                        key = (entry.group, facts.metric_name, test, type(test))
-                        passes[key] = passes.get(key, 0) + 1
-                except TypeError:  # an unhashable test id in a malformed record: counted by its text
-                    self._first_of_test(test, entry.record, seen_tests, first_of_test)
-                    if verdict == verdict_pass:
-                        key = (entry.group, facts.metric_name, _render.test_text(test), str)
-                        passes[key] = passes.get(key, 0) + 1
-            if csv_lines:
-                write_json(b"".join(json_lines))
-                write_csv("".join(csv_lines))
-            del json_lines, csv_lines
-            write_json(tail.encode("ascii"))
+                    builder.add(entry, entry.verdict, None, entry.group, None, None)
+                else:
+                    builder.add(entry, entry.verdict, facts.test, entry.group, facts.metric_name, entry.record)
+            json_file.stream.write(tail.encode("ascii"))
             json_file.commit()
         with AtomicFile(junit_path) as junit_file:
-            junit.write(junit_file.stream.write, _junit_fields)
+            junit.write(junit_file.stream.write)
         del junit
-        pass_counts: dict = {}
-        for (group, metric, test, _kind), count in passes.items():
-            key = _render.pass_key(test, group, metric)
-            pass_counts[key] = pass_counts.get(key, 0) + count
-        listing = _render.summarised_listing([self._entry_dict(entry) for entry in listed], len(entries), pass_counts,
-                                             {test: self._spool.record(ref) for test, ref in first_of_test.items()})
+        listing = builder.listing([self._entry_dict(entry) for entry in builder.listed],
+                                  {test: self._spool.record(ref) for test, ref in builder.test_records.items()})
         view = dict(report, results=listing.entries)
         with AtomicFile(md_path) as md_file:
             _render.write_markdown(view, md_file.stream.write, listing)
         with AtomicFile(html_path) as html_file:
             _render.write_html(view, html_file.stream.write, listing)
         return paths, view, listing
-
-    @staticmethod
-    def _first_of_test(test, ref: int, seen_tests: set, first_of_test: dict) -> None:
-        """Remember the first record of each test (as the pages name tests) for its description."""
-        try:
-            seen_tests.add(test)
-        except TypeError:  # an unhashable test id in a malformed record: never remembered as seen
-            pass
-        text = _render.test_text(test)
-        if text and text not in first_of_test:
-            first_of_test[text] = ref

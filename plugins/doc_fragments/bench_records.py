@@ -1,13 +1,48 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options that label and parse result records, shared by bench_facts (parse) and bench_run (run)."""
+"""Options that label and parse result records (module_utils/_results.py's record_options()), shared by bench_facts
+(parse) and bench_run (run)."""
 from __future__ import annotations
 
 
 class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
+  tool:
+    description:
+      - Which tool produced the output.
+      - V(auto) takes the tool from the basename of O(argv[0]) when it is C(dd), C(fio), C(sysbench),
+        C(bonnie++) or C(ioping), else recognises the output itself.
+      - V(bonnie) is bonnie++ (and C(bon_csv2txt) output).
+    type: str
+    choices: [auto, dd, fio, sysbench, bonnie, ioping]
+    default: auto
+  target:
+    description:
+      - What was tested, copied into every record.
+      - The module adds C(device), the whole-disk kernel name (V(sdb), V(nvme0n1), V(loop3)) of the block
+        device holding C(path), unless the dict already has a C(device) key. C(device) is null when it cannot
+        be known (no C(path), tmpfs, overlay, network filesystems).
+      - A raw target (C(kind=raw)) with a C(grant) (the discover role's, passed on by the plan) is checked right
+        before the job - the disks' serial, WWN, disk sequence number, size and loop identity read again from sysfs
+        and C(/dev/disk/by-id); for C(class=raw_write) also no mount (C(/proc/self/mountinfo)), partition, holder or
+        signature (C(wipefs -n)), and the device is held open with C(O_EXCL) for the whole job. Anything changed
+        fails the job before it runs, naming what changed.
+    type: dict
+  fail_on_error:
+    description:
+      - Fail the task when the tool failed - a non-zero exit code or a record with C(error) set. The message
+        names the tool, the command, the exit code and the tool's own error line; the records are still
+        returned in RV(ansible_facts.diskproof_results).
+      - With V(false) the task succeeds and the failure is only in the records.
+      - Failures of the job itself (a failing O(setup) command, a O(job_file) fio rejects, a write cache that cannot
+        be switched off or restored, an unusable O(workdir)) always fail the task.
+      - A failure naming C(No space left on device) (ENOSPC) on a directory target (O(target) C(path)) adds what it
+        means and what to do to the message - the filesystem, its free space now, and that the space went after the
+        plan checked it.
+    type: bool
+    default: true
   test:
     description:
       - Test id put into every record, for example V(dd_seq_write). Defaults to the tool name.

@@ -8,7 +8,7 @@ so bench_run removes the run directories it was given (bench_plan's ``<target>/d
 itself. A directory is removed only when its ``.diskproof-run`` note proves it is this run's: a real
 directory (not a symlink) named ``diskproof-<id>``, whose note is a plain file saying
 ``diskproof run <id>,`` on its first line and ``host: <this host>``. Removal never follows symlinks
-and leaves other filesystems mounted inside alone (``_run.remove_tree``).
+and leaves other filesystems mounted inside alone (``_tree.remove_tree``).
 
 No Ansible imports: unit tests reach it directly.
 """
@@ -18,7 +18,7 @@ import os
 import stat
 from typing import Dict, List, Optional, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _tree
 
 NOTE = ".diskproof-run"
 PREFIX = "diskproof-"
@@ -81,7 +81,7 @@ def remove_run_dirs(run_dirs: List[str], host: str) -> Tuple[List[str], List[str
         if reason is not None:
             problems.append("%s left alone: %s" % (run_dir, reason))
             continue
-        found = _run.remove_tree(run_dir, _run.identity(run_dir))
+        found = _tree.remove_tree(run_dir, _tree.identity(run_dir))
         if found:
             problems.extend(found)
         else:

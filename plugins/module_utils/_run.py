@@ -15,12 +15,9 @@ pure, typed helpers that pytest reaches directly:
   ``add_repeat_fields``.
 - Sweeps (ZCAV): ``sweep_result`` turns the dd read of every offset into one partial record.
 - Device counters: ``bypass_reason`` is ``_metrics.cache_bypass`` with a configurable fraction.
-- Volatile write cache: ``write_cache_transport`` (ata, scsi or nvme from /sys) and the command table
-  ``write_cache_commands`` (hdparm, sdparm, nvme-cli); their output is parsed by _parse/write_cache.py.
-- Cache fence: ``cgroup_version``, ``fence_layout`` (of /proc/self/cgroup, parsed by _parse/proc_cgroup.py) and
-  ``CacheFence``, a memory cgroup whose limit bounds the page cache the commands inside it can use.
-- ``remove_tree``: removes a directory the module created without following symlinks or crossing
-  into other filesystems.
+- The volatile write cache (_write_cache.py), the cache fence (_fence.py) and removing what the
+  job created (_tree.py) are modules of their own: the quiesce and bench_plan modules use them
+  without shipping this runner and every tool parser to the host.
 - Out of space: ``out_of_space_advice`` explains an ENOSPC during a run (``ENOSPC_TEXT`` in a tool's error).
 """
 
@@ -50,20 +47,18 @@ from ._parse.records import (
     make_record,
     sha256_hex,
     tool_errors,
-    version_from_banner,
 )
 from ._parse.errors import ParseError
-from ._parse.proc_cgroup import parse_proc_cgroup
-from ._parse.write_cache import TRANSPORT_ATA, TRANSPORT_NVME, TRANSPORT_SCSI, parse_write_cache
+from ._parse.tool_version import parse_tool_version
+from ._parse.write_cache import parse_write_cache
+from ._fence import CacheFence, FenceError, fence_setup_advice, pid_alive, plan_fence, remove_stale_fences
 from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
+from ._tools import TOOL_VERSION_ARGS
+from ._tree import remove_tree
+from ._write_cache import write_cache_commands, write_cache_transport
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _identity, _paths
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
 from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _quiesce, _state_dir, _steady
-
-SYS_ROOT = "/sys"
-CGROUP_ROOT = "/sys/fs/cgroup"
-PROC_SELF_CGROUP = "/proc/self/cgroup"
-FENCE_PREFIX = "diskproof"
 
 
 class RunError(Exception):
@@ -200,360 +195,6 @@ def sweep_result(steps: Sequence[SweepStep], tool_version: Optional[str] = None)
 
 
 # ---------------------------------------------------------------------------------------------
-# volatile write cache
-# ---------------------------------------------------------------------------------------------
-
-# Whole-disk names that never have a volatile write cache control of their own.
-_NO_CONTROL = (
-    (re.compile(r"^loop\d+$"), "a loop device (its backing file's disk has the cache)"),
-    (re.compile(r"^(ram|zram)\d+$"), "a RAM disk"),
-    (re.compile(r"^md\d+"), "an md RAID device (set it on each member disk)"),
-    (re.compile(r"^dm-\d+$"), "a device-mapper device (set it on each underlying disk)"),
-    (re.compile(r"^(vd[a-z]+|xvd[a-z]+)$"), "a virtio/Xen virtual disk (the hypervisor owns its cache)"),
-    (re.compile(r"^(nbd|rbd)\d+$"), "a network block device"),
-    (re.compile(r"^mmcblk\d+$"), "an MMC/SD card"),
-    (re.compile(r"^sr\d+$"), "an optical drive"),
-)
-_NVME_NAMESPACE = re.compile(r"^nvme\d+n\d+$")
-_SCSI_DISK = re.compile(r"^sd[a-z]+$")
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def write_cache_transport(device: str, sys_root: str = SYS_ROOT) -> Tuple[Optional[str], str]:
-    """(ata | scsi | nvme, how it was told) for a whole disk, or (None, why it has no control).
-
-    NVMe namespaces by name (nvme0n1). sd disks by /sys/block/<disk>/device/vendor: libata reports
-    the vendor "ATA" (hdparm speaks ATA to it), anything else is SCSI/SAS (sdparm, mode page 08h).
-    """
-    name = os.path.basename(device)
-    if not os.path.isdir(os.path.join(sys_root, "block", name)):
-        return None, "/sys/block/%s does not exist (not a whole disk)" % name
-    for pattern, what in _NO_CONTROL:
-        if pattern.match(name):
-            return None, "%s is %s" % (name, what)
-    device_dir = os.path.join(sys_root, "block", name, "device")
-    if _NVME_NAMESPACE.match(name):
-        return TRANSPORT_NVME, "NVMe namespace"
-    if _SCSI_DISK.match(name) and os.path.isdir(device_dir):
-        vendor = (_read(os.path.join(device_dir, "vendor")) or "").strip()
-        if vendor == "ATA":
-            return TRANSPORT_ATA, "SCSI disk with vendor ATA (libata)"
-        return TRANSPORT_SCSI, "SCSI disk, vendor %r" % vendor
-    if not os.path.exists(device_dir):
-        return None, "%s has no /sys/block/%s/device (a virtual device)" % (name, name)
-    return None, "%s is neither an sd (ATA, SCSI, SAS) disk nor an NVMe namespace" % name
-
-
-class WriteCacheCommands(NamedTuple):
-    """argv lists reading and setting one disk's volatile write cache."""
-
-    tool: str
-    get: List[str]
-    off: List[str]
-    on: List[str]
-
-
-def write_cache_commands(transport: str, device: str) -> WriteCacheCommands:
-    """The commands for /dev/<device>. nvme-cli's value goes as --value=: since nvme-cli 2.7 the
-    short -v means --verbose, and "-v 1" then silently sets 0 (linux-nvme/nvme-cli#2465)."""
-    node = device if device.startswith("/dev/") else "/dev/" + device
-    if transport == TRANSPORT_ATA:
-        return WriteCacheCommands("hdparm", ["hdparm", "-W", node], ["hdparm", "-W0", node], ["hdparm", "-W1", node])
-    if transport == TRANSPORT_SCSI:
-        return WriteCacheCommands("sdparm", ["sdparm", "--get=WCE", node], ["sdparm", "--clear=WCE", node],
-                                  ["sdparm", "--set=WCE", node])
-    if transport == TRANSPORT_NVME:
-        return WriteCacheCommands("nvme", ["nvme", "get-feature", node, "-f", "6"],
-                                  ["nvme", "set-feature", node, "-f", "6", "--value=0"],
-                                  ["nvme", "set-feature", node, "-f", "6", "--value=1"])
-    raise ValueError("unknown transport %r" % transport)
-
-
-# ---------------------------------------------------------------------------------------------
-# cache fence (memory cgroup)
-# ---------------------------------------------------------------------------------------------
-
-def cgroup_version(cgroup_root: str = CGROUP_ROOT) -> Optional[int]:
-    """2 for a unified hierarchy (cgroup.controllers at the root), 1 for a mounted v1 memory
-    controller, None for neither."""
-    if os.path.isfile(os.path.join(cgroup_root, "cgroup.controllers")):
-        return 2
-    if os.path.isfile(os.path.join(cgroup_root, "memory", "memory.limit_in_bytes")):
-        return 1
-    return None
-
-
-def memory_controller_enabled(subtree_control: str) -> bool:
-    """True when cgroup.subtree_control lists memory (children get the memory controller)."""
-    return "memory" in subtree_control.split()
-
-
-def fence_name(pid: int, token: str) -> str:
-    return "%s-%d-%s" % (FENCE_PREFIX, pid, token)
-
-
-class FenceLayout(NamedTuple):
-    """Where a fence lives and which files it uses."""
-
-    version: int
-    path: str             # the fence cgroup directory
-    home: str             # the cgroup directory the process returns to
-    limit_file: str       # memory.max (v2) / memory.limit_in_bytes (v1)
-    peak_file: str        # memory.peak (v2) / memory.max_usage_in_bytes (v1)
-
-
-def _join(base: str, cgroup_path: str) -> str:
-    relative = cgroup_path.strip("/")
-    return os.path.join(base, relative) if relative else base
-
-
-def fence_layout(version: int, own: Mapping[str, str], name: str, cgroup_root: str = CGROUP_ROOT) -> FenceLayout:
-    """The fence of a process whose /proc/self/cgroup entries are ``own``.
-
-    v2: ``<root>/<name>`` (a child of the root, whose subtree_control must list memory: a non-root
-    cgroup holding processes cannot give its children controllers). v1: ``<root>/memory/<the
-    process's own memory cgroup>/<name>``, a child of the cgroup the process is in, so whatever
-    limit and accounting apply to it still apply inside the fence; that is ``<root>/memory/<name>``
-    when the process is in the root memory cgroup.
-    """
-    if version == 2:
-        if "" not in own:
-            raise RunError("cgroup v2 but /proc/self/cgroup has no unified (0::) entry")
-        return FenceLayout(2, os.path.join(cgroup_root, name), _join(cgroup_root, own[""]),
-                           "memory.max", "memory.peak")
-    if version == 1:
-        if "memory" not in own:
-            raise RunError("cgroup v1 but /proc/self/cgroup has no memory controller entry")
-        memory_root = os.path.join(cgroup_root, "memory")
-        home = _join(memory_root, own["memory"])
-        return FenceLayout(1, os.path.join(home, name), home, "memory.limit_in_bytes", "memory.max_usage_in_bytes")
-    raise RunError("unknown cgroup version %r" % (version,))
-
-
-def plan_fence(pid: int, token: str, cgroup_root: str = CGROUP_ROOT,
-               proc_cgroup: str = PROC_SELF_CGROUP) -> FenceLayout:
-    """The fence layout for this machine, or RunError saying what is missing."""
-    version = cgroup_version(cgroup_root)
-    if version is None:
-        raise RunError("no memory cgroup controller: neither %s/cgroup.controllers (cgroup v2) nor "
-                       "%s/memory/memory.limit_in_bytes (cgroup v1) exists" % (cgroup_root, cgroup_root))
-    text = _read(proc_cgroup)
-    if text is None:
-        raise RunError("cannot read %s" % proc_cgroup)
-    layout = fence_layout(version, parse_proc_cgroup(text), fence_name(pid, token), cgroup_root)
-    if version == 2:
-        control = _read(os.path.join(cgroup_root, "cgroup.subtree_control"))
-        if control is None or not memory_controller_enabled(control):
-            raise RunError("cgroup v2: the memory controller is not enabled for children of %s (its "
-                           "cgroup.subtree_control lists %r); enable it with: echo +memory > %s/cgroup.subtree_control"
-                           % (cgroup_root, (control or "").strip(), cgroup_root))
-    if not os.path.isdir(layout.home):
-        raise RunError("the module's own cgroup %s does not exist" % layout.home)
-    return layout
-
-
-def stale_fences(home: str, alive: Callable[[int], bool]) -> List[str]:
-    """Fence cgroups under ``home`` whose module is gone (SIGKILLed, OOM-killed: it could not remove its own).
-
-    A fence is named ``diskproof-<module pid>-<token>``; one whose pid no longer runs is stale. Removing it
-    is an rmdir, which the kernel refuses while any process is still inside, so a live fence is never hit.
-    """
-    try:
-        names = os.listdir(home)
-    except OSError:
-        return []
-    stale = []
-    for name in sorted(names):
-        parts = name.split("-")
-        if len(parts) != 3 or parts[0] != FENCE_PREFIX or not parts[1].isdigit():
-            continue
-        if not alive(int(parts[1])) and os.path.isdir(os.path.join(home, name)):
-            stale.append(os.path.join(home, name))
-    return stale
-
-
-def remove_stale_fences(home: str, alive: Callable[[int], bool]) -> Tuple[List[str], List[str]]:
-    """(removed, problems): rmdir every stale fence under ``home``."""
-    removed, problems = [], []
-    for path in stale_fences(home, alive):
-        try:
-            os.rmdir(path)
-            removed.append(path)
-        except OSError as error:
-            problems.append("stale cache fence cgroup %s not removed (%s)" % (path, error))
-    return removed, problems
-
-
-def fence_setup_advice(error_number: Optional[int]) -> str:
-    """What to do when a cache fence cgroup cannot be created or entered, by the errno the kernel gave
-    (a lab run once saw ENODEV under load, where "run with become" was no help)."""
-    if error_number in (errno.EACCES, errno.EPERM):
-        return "run with become: true"
-    if error_number == errno.EROFS:
-        return ("the memory cgroup hierarchy is mounted read-only here (a container?): mount it read-write, or set "
-                "diskproof_cache_fence_bytes: 0 to size buffered tests at 2 x RAM instead")
-    if error_number in (errno.ENODEV, errno.ENOSPC, errno.EBUSY, errno.EAGAIN):
-        return ("the kernel refused a new memory cgroup (too many cgroups, dying ones included, or its parent being "
-                "removed): run again; if it persists, set diskproof_cache_fence_bytes: 0 to size buffered tests at "
-                "2 x RAM")
-    return "check that the memory cgroup controller is mounted and writable, or set diskproof_cache_fence_bytes: 0"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as handle:
-        handle.write(text)
-
-
-class CacheFence:
-    """A memory cgroup capped at ``limit_bytes``; ``enter`` moves the calling process into it (the
-    commands it starts afterwards inherit it), ``leave`` moves it back, ``remove`` reads the peak
-    and removes the cgroup. ``leave`` and ``remove`` never raise: they return problems."""
-
-    def __init__(self, layout: FenceLayout, limit_bytes: int, pid: int,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.layout = layout
-        self.limit_bytes = limit_bytes
-        self.pid = pid
-        self.created = False
-        self.inside = False
-        self.peak_bytes: Optional[int] = None
-        self._sleep = sleep
-
-    def describe(self) -> Dict[str, Any]:
-        return {"bytes": self.limit_bytes, "version": self.layout.version, "cgroup": self.layout.path,
-                "peak_bytes": self.peak_bytes}
-
-    def create(self) -> None:
-        os.mkdir(self.layout.path)
-        self.created = True
-        _write(os.path.join(self.layout.path, self.layout.limit_file), "%d\n" % self.limit_bytes)
-
-    def enter(self) -> None:
-        _write(os.path.join(self.layout.path, "cgroup.procs"), "%d\n" % self.pid)
-        self.inside = True
-
-    def leave(self) -> List[str]:
-        if not self.inside:
-            return []
-        try:
-            _write(os.path.join(self.layout.home, "cgroup.procs"), "%d\n" % self.pid)
-        except OSError as error:
-            return ["cannot move the module (pid %d) back to its cgroup %s: %s" % (self.pid, self.layout.home, error)]
-        self.inside = False
-        return []
-
-    def read_peak(self) -> Optional[int]:
-        text = _read(os.path.join(self.layout.path, self.layout.peak_file))
-        if text is None or not text.strip().isdigit():
-            return None
-        return int(text.strip())
-
-    def remove(self, attempts: int = 20, pause: float = 0.1) -> List[str]:
-        """rmdir the fence, retrying while it is busy (processes still exiting)."""
-        if not self.created:
-            return []
-        self.peak_bytes = self.read_peak()
-        last: Optional[OSError] = None
-        for attempt in range(attempts):
-            try:
-                os.rmdir(self.layout.path)
-                self.created = False
-                return []
-            except FileNotFoundError:
-                self.created = False
-                return []
-            except OSError as error:
-                last = error
-                if error.errno not in (errno.EBUSY, errno.ENOTEMPTY) or attempt == attempts - 1:
-                    break
-                self._sleep(pause)
-        return ["cache fence cgroup %s not removed (%s): remove it with rmdir once the processes in its "
-                "cgroup.procs have exited" % (self.layout.path, last)]
-
-
-# ---------------------------------------------------------------------------------------------
-# work directory
-# ---------------------------------------------------------------------------------------------
-
-def identity(path: str) -> Tuple[int, int]:
-    """(st_dev, st_ino) of path itself (not of a symlink target)."""
-    info = os.lstat(path)
-    return info.st_dev, info.st_ino
-
-
-def _clear_directory(fd: int, device: int, where: str, problems: List[str]) -> None:
-    with os.scandir(fd) as entries:
-        names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-    for name, is_dir in names:
-        path = os.path.join(where, name)
-        try:
-            if is_dir:
-                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if info.st_dev != device:
-                    problems.append("%s is on another filesystem (a mount point?): left in place" % path)
-                    continue
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                try:
-                    _clear_directory(child, device, path, problems)
-                finally:
-                    os.close(child)
-                os.rmdir(name, dir_fd=fd)
-            else:
-                os.unlink(name, dir_fd=fd)
-        except OSError as error:
-            problems.append("%s: %s" % (path, error.strerror or error))
-
-
-def remove_tree(path: str, expected: Tuple[int, int]) -> List[str]:
-    """Remove the directory path and everything in it; returns the problems (empty when all went).
-
-    Refuses when path is no longer the directory identified by ``expected`` (dev, inode): replaced
-    by a symlink or another directory. Symlinks inside are removed, never followed; directories
-    on another filesystem (mounted inside) are left alone.
-    """
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return []
-    except OSError as error:
-        return ["%s: %s" % (path, error)]
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) != tuple(expected):
-        return ["%s is not the directory this run created (replaced while running): not removed" % path]
-    problems: List[str] = []
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as error:
-        return ["%s: %s" % (path, error)]
-    try:
-        _clear_directory(fd, info.st_dev, path, problems)
-    finally:
-        os.close(fd)
-    if not problems:
-        try:
-            os.rmdir(path)
-        except OSError as error:
-            problems.append("%s: %s" % (path, error))
-    return problems
-
-
-# ---------------------------------------------------------------------------------------------
 # out of space (ENOSPC) during a run
 # ---------------------------------------------------------------------------------------------
 
@@ -675,8 +316,9 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
         inode=dict(type="int", required=True),
     )),
 )
-# Options that need another one (AnsibleModule required_by).
+# Options that need another one (AnsibleModule required_by, required_if).
 RUN_REQUIRED_BY = {"creates": "argv", "job_file": "argv", "workdir_owner": "workdir", "lock_run_id": "state_dir"}
+RUN_REQUIRED_IF = [("write_cache", "off", ("state_dir",))]
 
 
 def run_options() -> Dict[str, Dict[str, Any]]:
@@ -715,15 +357,17 @@ def drop_caches() -> None:
 
 
 # How each tool prints its version (bonnie++ has no such option: its CSV carries the version).
-VERSION_ARGS = {"ioping": ["-v"], "bonnie": None}
-
-
 def ask_version(module: Any, binary: str, tool: str) -> Optional[str]:
-    args = VERSION_ARGS.get(tool, ["--version"])
+    """The version the program reports, asked and read the one way the discover and bench_plan modules do
+    (_tools.TOOL_VERSION_ARGS, _parse.tool_version); None when it is not in the table or does not say."""
+    program = os.path.basename(binary)
+    if program not in TOOL_VERSION_ARGS:
+        program = tool
+    args = TOOL_VERSION_ARGS.get(program)
     if args is None:
         return None
     rc, stdout, stderr = module.run_command([binary] + args, environ_update=LOCALE_C, expand_user_and_vars=False)
-    return version_from_banner(stdout or stderr) if rc == 0 else None
+    return parse_tool_version(program, stdout, stderr) if rc == 0 else None
 
 
 class Job:
@@ -824,7 +468,7 @@ class Job:
         if params["cache_fence_bytes"] is not None:
             try:
                 self.fence_layout = plan_fence(os.getpid(), secrets.token_hex(4))
-            except RunError as error:
+            except FenceError as error:
                 raise TaskFailed("cache_fence_bytes needs a memory cgroup: %s" % error)
         self.renew_lease()
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import pwd
@@ -28,6 +27,7 @@ import stat
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from ._flock import wait_for_flock
 from ._paths import component_problem
 from ._quiesce import QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, same_run, utc_iso
 
@@ -208,16 +208,9 @@ class StateDir:
         descriptor = os.open(MUTEX_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
                              dir_fd=self._need())
         try:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                try:
-                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise QuiesceError("another diskproof call on this host kept %s locked for %d s"
-                                           % (self.path_of(MUTEX_NAME), timeout_s))
-                    time.sleep(0.1)
+            if not wait_for_flock(descriptor, timeout_s, poll_s=0.1):
+                raise QuiesceError("another diskproof call on this host kept %s locked for %d s"
+                                   % (self.path_of(MUTEX_NAME), timeout_s))
             yield
         finally:
             os.close(descriptor)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime
-import errno
-import fcntl
 import hashlib
 import io
 import json
@@ -27,6 +25,8 @@ import shutil
 import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional
+
+from ._flock import wait_for_flock
 
 INCOMING = ".incoming"
 LOCK = ".lock"
@@ -122,19 +122,14 @@ def store_lock(store: str, timeout: float) -> Iterator[None]:
     """An exclusive flock on ``<store>/.lock`` for the block: publishes of concurrent jobs take turns."""
     descriptor = os.open(os.path.join(store, LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as error:
-                if error.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise StoreError("cannot lock %s: %s; the store's filesystem must support flock (NFS v4 does)"
-                                     % (os.path.join(store, LOCK), error.strerror)) from error
-                if time.monotonic() > deadline:
-                    raise StoreError("another publish has held %s for more than %.0f s; wait for it or raise "
-                                     "diskproof_report_store_lock_timeout" % (os.path.join(store, LOCK), timeout))
-                time.sleep(0.05)
+        try:
+            locked = wait_for_flock(descriptor, timeout, poll_s=0.05)
+        except OSError as error:
+            raise StoreError("cannot lock %s: %s; the store's filesystem must support flock (NFS v4 does)"
+                             % (os.path.join(store, LOCK), error.strerror)) from error
+        if not locked:
+            raise StoreError("another publish has held %s for more than %.0f s; wait for it or raise "
+                             "diskproof_report_store_lock_timeout" % (os.path.join(store, LOCK), timeout))
         yield
     finally:
         os.close(descriptor)                        # releases the lock

@@ -49,15 +49,6 @@ description:
 author:
   - diskproof maintainers (@diskproof)
 options:
-  tool:
-    description:
-      - Which tool produced the output.
-      - V(auto) recognises the output itself (with the deprecated O(argv), the basename of O(argv[0]) names the
-        tool when it is C(dd), C(fio), C(sysbench), C(bonnie++) or C(ioping)).
-      - V(bonnie) is bonnie++ (and C(bon_csv2txt) output).
-    type: str
-    choices: [auto, dd, fio, sysbench, bonnie, ioping]
-    default: auto
   content:
     description:
       - Raw output to parse (stdout and stderr of the tool as captured). Nothing is run.
@@ -75,161 +66,18 @@ options:
       - Only used with O(src).
     type: int
     default: 67108864
-  target:
-    description:
-      - What was tested, copied into every record.
-      - The module adds C(device), the whole-disk kernel name (V(sdb), V(nvme0n1), V(loop3)) of the block
-        device holding C(path), unless the dict already has a C(device) key. C(device) is null when it cannot
-        be known (no C(path), tmpfs, overlay, network filesystems).
-      - A raw target's C(grant) is checked only when a job runs (M(diskproof.fleet.bench_run)).
-    type: dict
-  fail_on_error:
-    description:
-      - Fail the task when the tool failed - a non-zero exit code or a record with C(error) set. The message
-        names the tool, the command, the exit code and the tool's own error line; the records are still
-        returned in RV(ansible_facts.diskproof_results).
-      - With V(false) the task succeeds and the failure is only in the records.
-      - With the deprecated run options, as O(diskproof.fleet.bench_run#module:fail_on_error).
-    type: bool
-    default: true
-  argv:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:argv).
-    type: list
-    elements: str
-  sweep:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:sweep).
-    type: list
-    elements: dict
-    suboptions:
-      offset_bytes:
-        description: Where on the disk the step reads, in bytes.
-        type: int
-        required: true
-      argv:
-        description: The dd command of this step.
-        type: list
-        elements: str
-        required: true
-  creates:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:creates).
-    type: path
-  drop_caches:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:drop_caches).
-    type: bool
-    default: false
-  device_io:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:device_io).
-    type: bool
-  repeats:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:repeats).
-    type: int
-    default: true
-  max_repeats:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:max_repeats).
-    type: int
-  max_cv:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:max_cv).
-    type: float
-    default: 0.05
-  min_device_fraction:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:min_device_fraction).
-    type: float
-    default: 0.95
-  setup:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:setup).
-    type: list
-    elements: raw
-  cleanup:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:cleanup).
-    type: list
-    elements: raw
-  chdir:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:chdir).
-    type: path
-  workdir:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:workdir).
-    type: path
-  workdir_owner:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:workdir_owner).
-    type: str
-  job_file:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:job_file).
-    type: str
-  cache_fence_bytes:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:cache_fence_bytes).
-    type: int
-  write_cache:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:write_cache).
-    type: str
-    choices: [unchanged, "off"]
-    default: unchanged
-  state_dir:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:state_dir).
-    type: path
-  lock_run_id:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:lock_run_id).
-    type: str
-  keep_raw:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:keep_raw).
-    type: path
-  remove_on_cancel:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:remove_on_cancel).
-    type: list
-    elements: path
-  run_dir:
-    description:
-      - Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:run_dir).
-    type: dict
-    suboptions:
-      path:
-        description: The run directory as the jobs name it.
-        type: path
-        required: true
-      resolved:
-        description: The same directory with the symlinks of the target path resolved.
-        type: path
-      device:
-        description: C(st_dev) of the run directory when the plan created it.
-        type: int
-        required: true
-      inode:
-        description: C(st_ino) of the run directory when the plan created it.
-        type: int
-        required: true
 extends_documentation_fragment:
   - diskproof.fleet.bench_records
+  - diskproof.fleet.run_options.deprecated
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
+  - diskproof.fleet.attributes.facts_module
 attributes:
   check_mode:
-    support: full
     details:
       - Parsing (O(content), O(src)) reads only; it works the same in check mode.
       - With the deprecated O(argv) or O(sweep) nothing is run or created in check mode; an empty list of results is
         returned.
-  facts:
-    support: full
 notes:
   - Parsing is always C(changed=false). With the deprecated O(argv) or O(sweep) the job runs and the result is that of
     M(diskproof.fleet.bench_run) (C(changed=true)).
@@ -467,8 +315,8 @@ def main():
         ),
         mutually_exclusive=[("content", "src", "argv", "sweep")],
         required_one_of=[("content", "src", "argv", "sweep")],
-        required_if=[("drop_caches", True, ("argv", "sweep"), True), ("device_io", True, ("argv", "sweep"), True),
-                     ("write_cache", "off", ("state_dir",))],
+        required_if=[("drop_caches", True, ("argv", "sweep"), True), ("device_io", True, ("argv", "sweep"), True)]
+        + _run.RUN_REQUIRED_IF,
         required_by=_run.RUN_REQUIRED_BY,
         supports_check_mode=True,
     )

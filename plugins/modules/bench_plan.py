@@ -332,7 +332,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import (
-    _blockdev, _cancel, _filesystems, _paths, _run, _tools,
+    _blockdev, _cancel, _fence, _filesystems, _paths, _tools, _tree,
 )
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
@@ -560,7 +560,7 @@ def remove_leftovers(module, targets, run_ids):
             _first_line, note = _cancel.read_note(run_dir) or (None, None)
             if not note or note.get("host") != host or note.get("lock_run_id") not in run_ids:
                 continue
-            problems = _run.remove_tree(run_dir, (info.st_dev, info.st_ino))
+            problems = _tree.remove_tree(run_dir, (info.st_dev, info.st_ino))
             if problems:
                 module.warn("leftover run directory %s of the aborted run %s not fully removed: %s"
                             % (run_dir, note["lock_run_id"], "; ".join(problems)))
@@ -651,8 +651,8 @@ def check_fence(module, plan):
     if not plan.cache_fence_bytes:
         return
     try:
-        _run.plan_fence(os.getpid(), "preflight")
-    except _run.RunError as error:
+        _fence.plan_fence(os.getpid(), "preflight")
+    except _fence.FenceError as error:
         origin = ("the %s profile's default cache fence" % plan.profile) if plan.cache_fence_default else \
             "the cache fence (diskproof_cache_fence_bytes)"
         module.fail_json(

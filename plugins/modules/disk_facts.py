@@ -161,13 +161,7 @@ options:
 extends_documentation_fragment:
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
-attributes:
-  check_mode:
-    support: full
-    details:
-      - The module only reads, so it runs the same in check mode.
-  facts:
-    support: full
+  - diskproof.fleet.attributes.facts_module
 notes:
   - Linux only - C(lsblk) (util-linux 2.33+ for C(-J -O)), C(/proc) and C(/sys) are required. C(wipefs), C(blkid),
     C(smartctl) and C(nvme) are used when installed; without C(wipefs) or C(blkid) signatures cannot be read and

@@ -442,8 +442,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
-from ansible_collections.diskproof.fleet.plugins.module_utils import _run
 from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
+from ansible_collections.diskproof.fleet.plugins.module_utils import _write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.cgroup import parse_cpu_stat
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.diskstats import parse_diskstats
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
@@ -816,7 +816,7 @@ class Quiesce:
                    "method": entry.get("method"), "run_id": entry.get("run_id")}
         what = "the write cache of %s (originally %s, recorded %s by run %s)" % (
             device, word, entry.get("recorded"), entry.get("run_id"))
-        transport, why = _run.write_cache_transport(device)
+        transport, why = _write_cache.write_cache_transport(device)
         if transport is None:
             return outcome, "cannot restore %s: %s; if that disk is gone, remove its entry from %s" % (
                 what, why, self.files.write_cache)
@@ -825,7 +825,7 @@ class Quiesce:
             return outcome, ("not restoring %s: %s is now another disk (wwid %s, recorded %s); restore that disk by "
                              "hand and remove its entry from %s"
                              % (what, device, wwid, entry["wwid"], self.files.write_cache))
-        commands = _run.write_cache_commands(transport, device)
+        commands = _write_cache.write_cache_commands(transport, device)
         binary = self.module.get_bin_path(commands.tool)
         if binary is None:
             return outcome, "cannot restore %s: %s is not installed" % (what, commands.tool)

@@ -34,13 +34,7 @@ options:
 extends_documentation_fragment:
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - diskproof.fleet.attributes.facts_module
 notes:
   - The merge's own report settings (rules, baseline, outlier fraction, peer groups) judge the replayed
     records, as for any run; the record sets' settings are not reused.

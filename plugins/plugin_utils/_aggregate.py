@@ -39,26 +39,25 @@ The primary metric of a record (``primary_metric``):
 - otherwise bytes per second.
 - a record that measured both directions (mixed read/write) is judged on their sum.
 
-Scale: a record is read once, into ``RecordFacts`` (``record_facts``): the few immutable values
-judging and the writers need. Judging works on facts and yields compact ``Entry`` tuples;
-``entry_fields`` / ``entry_dict`` spell an entry as report.json does (``entry_json_parts``: its
-line around the record's own JSON text), so a fleet of 10,000 hosts x 12 results is judged
-without keeping its records in memory (docs/benchmarks.md).
+One path: a record is read once, into ``RecordFacts`` (``record_facts``): the few values judging
+and the writers need, so the record itself need not stay in memory (the callback spools it).
+``judge_entries`` judges facts into ``Entry`` tuples; ``judge_report`` adds the report's other
+sections (the callback writes the entries one by one: ``entry_json_parts``, its report.json line
+around the record's own JSON text); ``build_report`` is ``judge_report`` with every entry as a
+dict (``entry_dict``), for the filter. docs/benchmarks.md measures it at 10,000 hosts x 12 results.
 """
 from __future__ import annotations
 
-import collections
 import copy
 import fnmatch
 import json
 import math
-import operator
 import statistics
+import sys
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-# The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py;
-# the judge's hot paths call its accessors under their short local names.
+# The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py.
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
     CACHE_BYPASS_MIN_FRACTION, METRIC_BYTES_PER_S, SMALL_BLOCK_MAX_BYTES, bypass_finding,
     coefficient_of_variation, primary_of, sum_of)
@@ -124,10 +123,6 @@ REASON_NO_FIGURE = "record has no throughput or IOPS figure"
 REASON_NO_DIRECTION = ("dd rate %s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
                        "parse again with direction=read, write or copy")
 
-# The per-record paths test exact types first (type(x) is float, type(x) is dict): that is their
-# fast path; subclasses and anything else take the general one (isinstance, _mapping, _number).
-# pylint: disable=unidiomatic-typecheck
-
 GroupKey = Tuple[str, ...]
 
 
@@ -178,12 +173,6 @@ def _disk_class(rotational: Any, transport: Any) -> Optional[str]:
     return None
 
 
-def disk_class(record: Mapping[str, Any]) -> Optional[str]:
-    """``nvme`` (transport nvme), ``hdd`` (rotational), ``ssd`` (not rotational) or None (unknown)."""
-    target = _mapping(record.get("target"))
-    return _disk_class(target.get("rotational"), target.get("transport"))
-
-
 def not_a_disk_filesystem(target: Mapping[str, Any]) -> Optional[str]:
     """The filesystem type of a target marked ``not_a_disk: true`` ("unknown" when unnamed), else None."""
     if target.get("not_a_disk") is not True:
@@ -192,28 +181,23 @@ def not_a_disk_filesystem(target: Mapping[str, Any]) -> Optional[str]:
     return str(filesystem) if filesystem not in (None, "") else "unknown"
 
 
-def _group_key(test: Any, model: Any, firmware: Any, size_bytes: Any, rotational: Any, peer_group: str,
-               not_a_disk: Optional[str] = None) -> GroupKey:
-    test_id = str(test or "")
-    if not_a_disk is not None:
-        return (test_id, NOT_A_DISK_KEY_PREFIX + not_a_disk)
-    if peer_group == PEER_GROUP_TEST:
-        return (test_id,)
-    if model is None:
-        return (test_id, "rotational=" + _key_value(rotational))
-    return (test_id, "model=" + _key_value(model), "firmware=" + _key_value(firmware), "size_bytes=" + _key_value(size_bytes))
-
-
-def peer_group_key(record: Mapping[str, Any], peer_group: str = PEER_GROUP_IDENTITY) -> GroupKey:
-    """Records judged against each other share this key (the metric is added by ``peer_groups``).
+def peer_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
+    """Records judged against each other share this key (with the metric name: a peer group).
 
     ``identity``: test, model, firmware and capacity of the target disk; when the model is unknown
     (VMs, loop devices) test and rotational. ``test``: the test id alone. A target that is not a
     disk (``target.not_a_disk``), under either: test and its filesystem type.
     """
-    target = _mapping(record.get("target"))
-    return _group_key(record.get("test"), target.get("model"), target.get("firmware"), target.get("size_bytes"), target.get("rotational"),
-                      peer_group, not_a_disk_filesystem(target))
+    test_id = str(facts.test or "")
+    target = facts.target
+    if target.not_a_disk is not None:
+        return (test_id, NOT_A_DISK_KEY_PREFIX + target.not_a_disk)
+    if peer_group == PEER_GROUP_TEST:
+        return (test_id,)
+    if target.model is None:
+        return (test_id, "rotational=" + _key_value(target.rotational))
+    return (test_id, "model=" + _key_value(target.model), "firmware=" + _key_value(target.firmware),
+            "size_bytes=" + _key_value(target.size_bytes))
 
 
 def key_basis(key: GroupKey) -> str:
@@ -269,6 +253,7 @@ class Figures(NamedTuple):
     fsyncs_per_s: Any
     read_p99_ns: Any
     write_p99_ns: Any
+    transfer_bytes_per_s: Any  # a dd rate of unknown direction: shown in the reason, never judged
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -300,107 +285,63 @@ class RecordFacts(NamedTuple):
     not_steady: Optional[str] = None           # steady_state: why steady state was not attained (None: attained or n/a)
 
 
-_PLAIN = frozenset((str, int, float, bool, type(None)))
-
-
 def _own(value: Any) -> Any:
-    """A value safe to keep: scalars as they are (str subclasses as plain str), anything else copied."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return value
+    """A value safe to keep once the record is gone: scalars as they are, anything else copied.
+
+    Text is kept as plain str (not Ansible's tagged subclass) and interned: a fleet repeats its
+    tests, paths, models and serials thousands of times, and each result brings its own copies
+    (10,000 hosts x 12 results: 70 MB of duplicates otherwise, docs/benchmarks.md)."""
     if isinstance(value, str):
-        return str.__str__(value)
+        return sys.intern(str.__str__(value))
     if isinstance(value, _SCALARS):
         return value
     return copy.deepcopy(value)
 
 
-def _shared(table: Optional[Dict[Any, Any]], value: Any) -> Any:
-    # Equal strings from different records become one object: a fleet repeats its tests, paths,
-    # models and serials (4 tests per disk) thousands of times. Strings only: True == 1 == 1.0.
-    if table is None or type(value) is not str:
-        return value
-    return table.setdefault(value, value)
-
-
-def _shared_target(table: Optional[Dict[Any, Any]], identity: Tuple[Any, ...]) -> Tuple[Any, ...]:
-    # The types are part of the key: (..., True, ...) and (..., 1, ...) are equal tuples.
-    if table is None:
-        return identity
-    try:
-        return table.setdefault((identity, tuple(map(type, identity))), identity)
-    except TypeError:  # unhashable (a malformed record): kept as it is
-        return identity
-
-
-def record_facts(record: Mapping[str, Any], shared: Optional[Dict[Any, Any]] = None) -> RecordFacts:
-    """The facts of one record. ``shared``: a dict kept across records, so that equal strings and
-    target identities are stored once (the callback passes one; pure callers may not)."""
-    # Called once per record as it arrives (10,000 hosts x 12 results: 117,000 times), hence the
-    # inlined fast paths for plain dicts and floats; anything else goes through _mapping/_number/_own.
-    get = record.get
-    target = get("target")
-    if type(target) is not dict:
-        target = _mapping(target)
-    metrics = get("metrics")
-    if type(metrics) is not dict:
-        metrics = _mapping(metrics)
-    params = get("params")
-    if type(params) is not dict:
-        params = _mapping(params)
-    latency = metrics.get("latency_ns")
-    if type(latency) is not dict:
-        latency = _mapping(latency)
-    read_latency, write_latency = latency.get("read"), latency.get("write")
-    figures = (metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"), metrics.get("write_iops"),
-               metrics.get("fsyncs_per_s"), None if read_latency is None else _mapping(read_latency).get("p99"),
-               None if write_latency is None else _mapping(write_latency).get("p99"))
-    if not _PLAIN.issuperset(map(type, figures)):
-        figures = tuple([_own(value) for value in figures])
-    read_bytes_per_s, write_bytes_per_s, read_iops, write_iops = figures[0], figures[1], figures[2], figures[3]
-    if read_bytes_per_s is not None and type(read_bytes_per_s) is not float:
-        read_bytes_per_s = _number(read_bytes_per_s)
-    if write_bytes_per_s is not None and type(write_bytes_per_s) is not float:
-        write_bytes_per_s = _number(write_bytes_per_s)
-    if read_iops is not None and type(read_iops) is not float:
-        read_iops = _number(read_iops)
-    if write_iops is not None and type(write_iops) is not float:
-        write_iops = _number(write_iops)
+def record_facts(record: Mapping[str, Any]) -> RecordFacts:
+    """The facts of one record: what judging and the writers read of it."""
+    target = _mapping(record.get("target"))
+    metrics = _mapping(record.get("metrics"))
+    latency = _mapping(metrics.get("latency_ns"))
+    figures = Figures(*[_own(value) for value in (
+        metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"),
+        metrics.get("write_iops"), metrics.get("fsyncs_per_s"), _mapping(latency.get("read")).get("p99"),
+        _mapping(latency.get("write")).get("p99"), metrics.get("transfer_bytes_per_s"))])
+    read_bytes_per_s, write_bytes_per_s = _number(figures.read_bytes_per_s), _number(figures.write_bytes_per_s)
+    read_iops, write_iops = _number(figures.read_iops), _number(figures.write_iops)
     reads = read_bytes_per_s is not None or read_iops is not None
     writes = write_bytes_per_s is not None or write_iops is not None
-    test = get("test")
-    if type(test) is not str:
-        test = _own(test)
-    elif shared is not None:
-        test = shared.setdefault(test, test)
+    test = _own(record.get("test"))
+    metric_name = metric_value = invalid = note = None
     if reads or writes:
-        primary = primary_of(test, params, sum_of(read_bytes_per_s, write_bytes_per_s), sum_of(read_iops, write_iops))
-        invalid, note = bypass_finding(_number(get("bytes")), reads, writes, get("device_io"), params)
-    else:
-        primary, invalid, note = None, None, None
-    samples = get("samples")
+        params = _mapping(record.get("params"))
+        metric_name, metric_value = primary_of(test, params, sum_of(read_bytes_per_s, write_bytes_per_s),
+                                               sum_of(read_iops, write_iops))
+        invalid, note = bypass_finding(_number(record.get("bytes")), reads, writes, record.get("device_io"), params)
+    samples = record.get("samples")
     if samples is not None:
-        samples = tuple([_number(sample) for sample in samples]) if isinstance(samples, list) else (None,)
-    identity = (target.get("path"), target.get("device"), target.get("model"), target.get("firmware"), target.get("size_bytes"),
-                target.get("rotational"), target.get("transport"), not_a_disk_filesystem(target))
-    identity = _shared_target(shared, Target._make(identity if _PLAIN.issuperset(map(type, identity))
-                                                   else [_own(value) for value in identity]))
-    rest = (target.get("serial"), target.get("wwn"), get("error"), get("tool"), get("seconds"), get("bytes"))
-    if not _PLAIN.issuperset(map(type, rest)):
-        rest = tuple([_own(value) for value in rest])
-    serial, wwn, error, tool, seconds, moved = rest
-    if shared is not None:
-        if type(serial) is str:
-            serial = shared.setdefault(serial, serial)
-        if type(wwn) is str:
-            wwn = shared.setdefault(wwn, wwn)
-        if type(tool) is str:
-            tool = shared.setdefault(tool, tool)
-    metric_name, metric_value = (None, None) if primary is None else primary
-    steady = get("steady_state")
-    not_steady = None if steady is None else _not_steady(steady)
-    return RecordFacts(test, identity, serial, wwn, error, metric_name, metric_value, invalid, note, Figures._make(figures),
-                       samples, tool, seconds, moved, not_steady)
+        samples = tuple(_number(sample) for sample in samples) if isinstance(samples, list) else (None,)
+    steady = record.get("steady_state")
+    return RecordFacts(
+        test=test,
+        target=Target(*[_own(value) for value in (
+            target.get("path"), target.get("device"), target.get("model"), target.get("firmware"),
+            target.get("size_bytes"), target.get("rotational"), target.get("transport"),
+            not_a_disk_filesystem(target))]),
+        serial=_own(target.get("serial")),
+        wwn=_own(target.get("wwn")),
+        error=_own(record.get("error")),
+        metric_name=metric_name,
+        metric_value=metric_value,
+        invalid=invalid,
+        note=note,
+        figures=figures,
+        samples=samples,
+        tool=_own(record.get("tool")),
+        seconds=_own(record.get("seconds")),
+        bytes=_own(record.get("bytes")),
+        not_steady=None if steady is None else _not_steady(steady),
+    )
 
 
 def _percent_text(value: Any) -> str:
@@ -416,39 +357,12 @@ def _not_steady(steady: Any) -> Optional[str]:
     mean = _number(steady.get("iops_mean"))
     return "steady state not attained within %s s (%s%s): last %s s window mean %s IOPS, max deviation %s, slope " \
         "excursion %s%s" % (
-            _own(steady.get("time_limit_s")), _own(steady.get("criterion")),
+            steady.get("time_limit_s"), steady.get("criterion"),
             "" if steady.get("max_slope_excursion_percent") is None
-            else ", slope excursion <= %s%%" % _own(steady.get("max_slope_excursion_percent")),
-            _own(steady.get("window_s")), "?" if mean is None else "%.0f" % mean,
+            else ", slope excursion <= %s%%" % (steady.get("max_slope_excursion_percent"),),
+            steady.get("window_s"), "?" if mean is None else "%.0f" % mean,
             _percent_text(steady.get("max_deviation_percent")), _percent_text(steady.get("slope_excursion_percent")),
-            "" if not steady.get("why_not") else " (%s)" % _own(steady.get("why_not")))
-
-
-def _facts_group_key(facts: RecordFacts, peer_group: str) -> GroupKey:
-    target = facts.target
-    return _group_key(facts.test, target.model, target.firmware, target.size_bytes, target.rotational, peer_group,
-                      target.not_a_disk)
-
-
-class _GroupKeys:
-    """Group keys built once per (test, target identity) instead of once per record."""
-
-    def __init__(self, peer_group: str) -> None:
-        self.peer_group = peer_group
-        self._keys: Dict[Tuple[Any, Any, int], GroupKey] = {}
-
-    def __call__(self, facts: RecordFacts) -> GroupKey:
-        # By the identity of the target tuple (shared by record_facts): equal tuples may differ
-        # in type (True == 1), the same object cannot. The facts keep every tuple alive.
-        test = facts.test
-        try:
-            cache_key = (type(test), test, id(facts.target))
-            key = self._keys.get(cache_key)
-        except TypeError:  # an unhashable test id in a malformed record
-            return _facts_group_key(facts, self.peer_group)
-        if key is None:
-            key = self._keys[cache_key] = _facts_group_key(facts, self.peer_group)
-        return key
+            "" if not steady.get("why_not") else " (%s)" % (steady.get("why_not"),))
 
 
 def _measured_metric(facts: RecordFacts) -> Optional[Tuple[str, float]]:
@@ -481,11 +395,6 @@ def _fraction(name: str, value: Any) -> float:
     return fraction
 
 
-def validate_outlier_fraction(outlier_fraction: Any) -> float:
-    """The fraction as a float, or ValueError unless 0 < fraction < 1."""
-    return _fraction("outlier_fraction", outlier_fraction)
-
-
 class Settings(NamedTuple):
     """Validated judgement parameters (see ``make_settings``)."""
 
@@ -515,7 +424,7 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
     if not isinstance(unstable_fails, bool):
         raise ValueError("unstable_fails must be true or false, got %r" % (unstable_fails,))
     return Settings(
-        outlier_fraction=validate_outlier_fraction(outlier_fraction),
+        outlier_fraction=_fraction("outlier_fraction", outlier_fraction),
         peer_group=str(peer_group),
         max_cv=_fraction("max_cv", max_cv),
         regression_fraction=_fraction("regression_fraction", regression_fraction),
@@ -538,37 +447,14 @@ def robust_z(value: float, center: float, mad: float) -> Optional[float]:
 
 def describe(values: Sequence[float]) -> Dict[str, Any]:
     """count, median, MAD, min and max of a non-empty sequence."""
-    center, mad = _median_and_mad(values)
     return {
         "measured": len(values),
-        "median": center,
-        "mad": mad,
+        "median": median(values),
+        "mad": median_absolute_deviation(values),
         "min": float(min(values)),
         "max": float(max(values)),
     }
 
-
-def _sorted_median(ordered: Sequence[float]) -> float:
-    # statistics.median of values already sorted (it sorts them first, then takes the middle).
-    count = len(ordered)
-    if not count:
-        raise ValueError("median of an empty sequence")
-    middle = count // 2
-    if count % 2 == 1:
-        return float(ordered[middle])
-    return float((ordered[middle - 1] + ordered[middle]) / 2)
-
-
-def _median_and_mad(values: Sequence[float]) -> Tuple[float, float]:
-    """(median, median_absolute_deviation) of values, sorting each list once (the same lists,
-    in the same order, as ``median`` and ``median_absolute_deviation`` sort: the same floats)."""
-    center = _sorted_median(sorted(values))
-    return center, _sorted_median(sorted([abs(value - center) for value in values]))
-
-
-# ---------------------------------------------------------------------------------------------
-# cache bypass
-# ---------------------------------------------------------------------------------------------
 
 # ---------------------------------------------------------------------------------------------
 # acceptance rules
@@ -801,11 +687,6 @@ def _violations(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]
     return reasons
 
 
-def rule_violations(host: str, record: Mapping[str, Any], rules: Sequence[Mapping[str, Any]]) -> List[str]:
-    """One reason per broken limit of every matching rule; a limit whose figure the record lacks is skipped."""
-    return _violations(host, record_facts(record), rules)
-
-
 # ---------------------------------------------------------------------------------------------
 # baseline
 # ---------------------------------------------------------------------------------------------
@@ -859,13 +740,6 @@ def _baseline_value(facts: RecordFacts, index: Mapping[Tuple[str, str, str, str]
     return None
 
 
-def baseline_value(record: Mapping[str, Any], index: Mapping[Tuple[str, str, str, str], float], metric_name: str,
-                   host: Any = None) -> Optional[Tuple[str, str, float]]:
-    """(id kind, disk id, value) of the record's disk and test in the baseline, or None. A disk
-    with neither serial nor WWN is found by ``host`` and target path."""
-    return _baseline_value(record_facts(record), index, metric_name, host)
-
-
 # ---------------------------------------------------------------------------------------------
 # verdicts
 # ---------------------------------------------------------------------------------------------
@@ -896,28 +770,13 @@ class Entry(NamedTuple):
     deviation_from_baseline: Optional[float]
 
 
-class _Group(NamedTuple):
-    """A peer group's statistics, described once per run."""
-
-    measured: int
-    median: float
-    mad: float
-    versus: str  # " vs median 200.0 MB/s (n=3)"
-
-
-def _no_figure_reason(record: Any) -> str:
-    transfer = _number(_mapping(_mapping(record).get("metrics")).get("transfer_bytes_per_s"))
+def _no_figure_reason(facts: RecordFacts) -> str:
+    transfer = _number(facts.figures.transfer_bytes_per_s)
     return REASON_NO_FIGURE if transfer is None else REASON_NO_DIRECTION % format_metric(METRIC_BYTES_PER_S, transfer)
 
 
 def _plain_entry(host: str, record: Any, facts: Optional[RecordFacts], verdict: str, reason: str) -> Entry:
     return Entry(host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None)
-
-
-def _sorted_findings(findings: List[Finding]) -> Tuple[Finding, ...]:
-    if len(findings) == 1:
-        return (findings[0],)
-    return tuple(sorted(findings, key=lambda item: _RANK[item[0]]))
 
 
 def _unstable(samples: Optional[Tuple[Optional[float], ...]], max_cv: float, notes: List[str]) -> Optional[Finding]:
@@ -932,39 +791,39 @@ def _unstable(samples: Optional[Tuple[Optional[float], ...]], max_cv: float, not
     return VERDICT_UNSTABLE, "repeats vary: coefficient of variation %.1f%% > %.1f%% (n=%d)" % (cv * 100, max_cv * 100, len(samples))
 
 
-class _Judge:
-    """Judges records of one fleet: peer groups described once, keys built once per identity."""
+class _PeerGroup(NamedTuple):
+    key: GroupKey
+    described: Dict[str, Any]  # describe() of its members' figures
 
-    def __init__(self, groups: Dict[Tuple[GroupKey, str], List[float]], settings: Settings, rules: Sequence[Mapping[str, Any]],
-                 baseline: Optional[Mapping[Tuple[str, str, str, str], float]],
-                 described: Optional[Mapping[Tuple[GroupKey, str], Mapping[str, Any]]] = None, keys: Optional["_GroupKeys"] = None) -> None:
+
+class _Judge:
+    """Judges the records of one fleet against its peer groups (described once), rules and baseline."""
+
+    def __init__(self, groups: Mapping[Tuple[GroupKey, str], Sequence[float]], settings: Settings,
+                 rules: Sequence[Mapping[str, Any]], baseline: Optional[BaselineIndex]) -> None:
         self.settings = settings
         self.rules = rules
         self.baseline = baseline
-        self.stats: Dict[Tuple[GroupKey, str], _Group] = {}
-        for group, values in groups.items():
-            if len(values) >= MIN_PEERS:
-                if described is not None and group in described:
-                    center, mad = described[group]["median"], described[group]["mad"]
-                else:
-                    center, mad = _median_and_mad(values)
-                self.stats[group] = _Group(len(values), center, mad, " vs median %s (n=%d)" % (format_metric(group[1], center), len(values)))
-        self.sizes = {group: len(values) for group, values in groups.items()}
-        self.key = keys if keys is not None else _GroupKeys(settings.peer_group)
+        self.groups = {group: _PeerGroup(group[0], describe(values)) for group, values in groups.items()}
 
-    def judge(self, host: str, record: Any, facts: RecordFacts, key: Optional[GroupKey] = None) -> Entry:
-        """The entry of a record; ``key``: its group key when the caller has it already."""
-        # Once per record (117,000 times for 10,000 hosts): locals and inline arithmetic.
-        error = facts.error
-        if error:
-            return _plain_entry(host, record, facts, VERDICT_ERROR, str(error))
-        name = facts.metric_name
-        if name is None:
-            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(record))
-        value: float = facts.metric_value  # type: ignore[assignment]
+    def group_rows(self) -> List[Dict[str, Any]]:
+        """report.json ``groups``: every peer group, by key and metric."""
+        rows = []
+        for (key, metric_name), group in sorted(self.groups.items()):
+            row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
+            row.update(group.described)
+            row["judged"] = group.described["measured"] >= MIN_PEERS
+            rows.append(row)
+        return rows
+
+    def judge(self, host: str, record: Any, facts: RecordFacts) -> Entry:
+        """The entry of a record."""
+        if facts.error:
+            return _plain_entry(host, record, facts, VERDICT_ERROR, str(facts.error))
+        name, value = facts.metric_name, facts.metric_value
+        if name is None or value is None:
+            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(facts))
         settings = self.settings
-        if key is None:
-            key = self.key(facts)
         notes: List[str] = [facts.note] if facts.note else []
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
         if facts.not_steady is not None:
@@ -972,7 +831,7 @@ class _Judge:
         not_a_disk = facts.target.not_a_disk
         if not_a_disk is not None:
             notes.append(NOTE_NOT_A_DISK % (not_a_disk, not_a_disk))
-        elif self.rules:
+        else:
             findings.extend((VERDICT_SLOW, reason) for reason in _violations(host, facts, self.rules))
         reference = change = None
         if self.baseline is not None and not_a_disk is None:
@@ -985,20 +844,23 @@ class _Judge:
                 if change is not None and change < -settings.regression_fraction:
                     findings.append((VERDICT_REGRESSED, "%+.1f%% vs baseline %s (%s %s), limit -%.0f%%" % (
                         change * 100, format_metric(name, reference), field, disk_id, settings.regression_fraction * 100)))
-        # Against the peer group: relative_deviation and robust_z, inline.
-        stats = self.stats.get((key, name))
-        if stats is None:
-            peer: Finding = (VERDICT_PASS, "not compared: %d measured in group (< %d)" % (self.sizes.get((key, name), 0), MIN_PEERS))
-            center = deviation = z_score = None
+        key = peer_group_key(facts, settings.peer_group)
+        group = self.groups.get((key, name))
+        if group is not None:
+            key = group.key  # the entry refers to its group's key: one tuple per group, not one per record
+        stats = group.described if group is not None else {"measured": 0}
+        center = deviation = z_score = None
+        if stats["measured"] < MIN_PEERS:
+            peer = (VERDICT_PASS, "not compared: %d measured in group (< %d)" % (stats["measured"], MIN_PEERS))
         else:
-            center = stats.median
-            z_score = ROBUST_Z_SCALE * (value - center) / stats.mad if stats.mad > 0 else None
-            if center <= 0:
-                deviation = None
+            center = stats["median"]
+            z_score = robust_z(value, center, stats["mad"])
+            deviation = relative_deviation(value, center)
+            if deviation is None:
                 peer = (VERDICT_PASS, "not compared: group median is not positive")
             else:
-                deviation = (value - center) / center
-                versus = "%+.1f%%%s" % (deviation * 100, stats.versus)
+                versus = "%+.1f%% vs median %s (n=%d)" % (
+                    deviation * 100, format_metric(name, center), stats["measured"])
                 if deviation < -settings.outlier_fraction:
                     peer = (VERDICT_OUTLIER, "%s, limit -%.0f%%" % (versus, settings.outlier_fraction * 100))
                 elif z_score is not None and z_score < settings.robust_z_limit and deviation <= -settings.robust_z_min_deviation:
@@ -1007,11 +869,11 @@ class _Judge:
                     peer = (VERDICT_PASS, versus)
                 if peer[0] != VERDICT_PASS:
                     findings.append(peer)
-        if facts.samples is not None:
-            unstable = _unstable(facts.samples, settings.max_cv, notes)
-            if unstable is not None:
-                findings.append(unstable)
-        ordered = _sorted_findings(findings) if findings else (peer,)
+        unstable = _unstable(facts.samples, settings.max_cv, notes)
+        if unstable is not None:
+            findings.append(unstable)
+        # Worst first; findings of one verdict keep their order.
+        ordered = tuple(sorted(findings, key=lambda finding: _RANK[finding[0]])) if findings else (peer,)
         return Entry(host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference,
                      change)
 
@@ -1033,12 +895,6 @@ def _problem_entries(host: str, status: Mapping[str, Any], has_records: bool) ->
     return entries
 
 
-def host_problem_entries(host: str, status: Mapping[str, Any], has_records: bool) -> List[Dict[str, Any]]:
-    """``not_measured`` entries for a host: one per problem that left no record, or one when the
-    host produced nothing at all."""
-    return [entry_dict(entry) for entry in _problem_entries(host, status, has_records)]
-
-
 def _entry_sort_key(entry: Entry) -> Tuple[Any, ...]:
     facts = entry.facts
     deviation = entry.deviation_from_median
@@ -1058,92 +914,31 @@ def _facts_of(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Dic
     return {host: [(record, record_facts(record)) for record in records] for host, records in records_by_host.items()}
 
 
-def _peer_values(facts_by_host: RecordsWithFacts, peer_group: str, key_of: Optional[_GroupKeys] = None,
-                 keys_by_host: Optional[Dict[str, List[Optional[GroupKey]]]] = None) -> Dict[Tuple[GroupKey, str], List[float]]:
-    # keys_by_host, when given, receives each record's group key (None when it is not measured),
-    # in the order of its host's records: judging then reads them instead of building them again.
-    groups: Dict[Tuple[GroupKey, str], List[float]] = {}
-    key_of = key_of if key_of is not None else _GroupKeys(peer_group)
-    for host, records in facts_by_host.items():
-        keys: List[Optional[GroupKey]] = []
-        for _record, facts in records:
-            # _measured_metric, inline.
-            name = facts.metric_name
-            if facts.error or facts.invalid is not None or name is None:
-                keys.append(None)
-                continue
-            key = key_of(facts)
-            keys.append(key)
-            values = groups.get((key, name))
-            if values is None:
-                values = groups[(key, name)] = []
-            values.append(facts.metric_value)
-        if keys_by_host is not None:
-            keys_by_host[host] = keys
-    return groups
-
-
-_VERDICT = operator.attrgetter("verdict")
-
-
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
-                  rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None
+                  rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None
                   ) -> Tuple[List[Entry], List[Dict[str, Any]]]:
-    """(entries worst first, peer group rows) for ``{host: [(record, facts)]}``; see ``judge_fleet``."""
-    key_of = _GroupKeys(settings.peer_group)
-    keys_by_host: Dict[str, List[Optional[GroupKey]]] = {}
-    groups = _peer_values(facts_by_host, settings.peer_group, key_of, keys_by_host)
-    described = {group: describe(values) for group, values in groups.items()}
-    judge = _Judge(groups, settings, rules, baseline, described, key_of).judge
+    """(entries worst first, peer group rows): one entry per record of ``{host: [(record, facts)]}``
+    and per host problem that left no record (``host_statuses``: every host the play targeted, as
+    ``{"status": "ok" | "failed" | "unreachable", "problems": [{"task", "status", "message"}]}``).
+
+    ``rules`` are ``validate_rules`` rules, ``baseline`` a ``baseline_index``. Each record is
+    judged once, by its facts only: ``record`` is handed back in ``Entry.record`` as it is.
+    """
+    # The peer groups: the figures of every record measured (no error, cache bypass not disproven).
+    groups: Dict[Tuple[GroupKey, str], List[float]] = {}
+    for records in facts_by_host.values():
+        for _record, facts in records:
+            measured = _measured_metric(facts)
+            if measured is not None:
+                groups.setdefault((peer_group_key(facts, settings.peer_group), measured[0]), []).append(measured[1])
+    judge = _Judge(groups, settings, rules, baseline)
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
         records = facts_by_host.get(host) or []
-        if records:
-            entries.extend([judge(host, record, facts, key) for (record, facts), key in zip(records, keys_by_host[host])])
+        entries.extend(judge.judge(host, record, facts) for record, facts in records)
         entries.extend(_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
-    return sorted(entries, key=_entry_sort_key), _group_rows(groups, described)
-
-
-def _group_rows(groups: Mapping[Tuple[GroupKey, str], Sequence[float]],
-                described: Optional[Mapping[Tuple[GroupKey, str], Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
-    rows = []
-    for group, values in sorted(groups.items()):
-        key, metric_name = group
-        row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
-        row.update(described[group] if described is not None else describe(values))
-        row["judged"] = len(values) >= MIN_PEERS
-        rows.append(row)
-    return rows
-
-
-def peer_groups(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
-                peer_group: str = PEER_GROUP_IDENTITY) -> Dict[Tuple[GroupKey, str], List[float]]:
-    """Measured primary values per (peer group key, metric name).
-
-    The metric name is part of the key: IOPS and bytes per second never share a median.
-    """
-    return _peer_values(_facts_of(records_by_host), peer_group)
-
-
-def judge_fleet(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
-                outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, settings: Optional[Settings] = None,
-                rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[Mapping[Tuple[str, str, str, str], float]] = None) -> List[Dict[str, Any]]:
-    """Verdict entries for every record and every host, worst first.
-
-    ``host_statuses`` maps every host the play targeted to
-    ``{"status": "ok" | "failed" | "unreachable", "problems": [{"task", "status", "message"}]}``
-    where problems are failed or unreachable task results that carried no record. ``settings``
-    (``make_settings``) overrides ``outlier_fraction``; ``rules`` are normalized rules and
-    ``baseline`` a ``baseline_index``.
-    """
-    settings = settings if settings is not None else make_settings(outlier_fraction)
-    entries, _groups = judge_entries(_facts_of(records_by_host), host_statuses, settings, rules, baseline)
-    return [entry_dict(entry) for entry in entries]
-
-
-def group_statistics(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], peer_group: str = PEER_GROUP_IDENTITY) -> List[Dict[str, Any]]:
-    """Per peer group: key, basis, metric, measured count, median, MAD, min and max of the primary metric."""
-    return _group_rows(peer_groups(records_by_host, peer_group))
+    entries.sort(key=_entry_sort_key)
+    return entries, judge.group_rows()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1200,41 +995,29 @@ def entry_dict(entry: Entry) -> Dict[str, Any]:
     return fields
 
 
-# What json.dumps(value, sort_keys=True, separators=(",", ":")) writes, for any value.
-_JSON_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 # Where an entry's record goes in its report.json line (sorted keys: after "reasons").
 _RECORD_SLOT = '"record":null'
 
 
-def json_compact(value: Any) -> str:
-    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` (ASCII)."""
-    return _JSON_ENCODE(value)
+def _compact_json(value: Any) -> str:
+    # report.json's spelling (ASCII): keys sorted, no spaces.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def entry_json_parts(entry: Entry) -> Tuple[str, str]:
-    """(text before the record, text after it) of the entry's report.json line, ``json_compact`` of
-    ``entry_dict``: the caller puts the record's own JSON text between them."""
+    """(text before the record, text after it) of the entry's report.json line, the compact JSON of
+    ``entry_dict``: the caller puts the record's own JSON text between them (the callback: as it
+    spooled it, in the record's own key order)."""
     fields = entry_fields(entry)
     fields["record"] = None
     # The only "record" key of the line (an encoded string cannot hold an unescaped quote).
-    before, _slot, after = json_compact(fields).partition(_RECORD_SLOT)
+    before, _slot, after = _compact_json(fields).partition(_RECORD_SLOT)
     return before + '"record":', after
 
 
 # ---------------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------------
-
-def _summary(counts: Dict[str, int], total: int, failing: List[Dict[str, Any]], input_errors: Sequence[str]) -> Dict[str, Any]:
-    return {
-        "counts": counts,
-        "total": total,
-        "failing": failing,
-        "failing_hosts": sorted(set(row["host"] for row in failing)),
-        "input_errors": list(input_errors),
-        "passed": not failing and not input_errors,
-    }
-
 
 def failing_verdicts(unstable_fails: bool = True) -> Tuple[str, ...]:
     """The verdicts that fail a run: FAILING_VERDICTS, and unstable unless the site lets it pass."""
@@ -1246,18 +1029,22 @@ def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = ()
     ``judge_entries``) and ``passed``: false when any entry fails (``failing_verdicts``) or an input
     that was asked for (rules, baseline) could not be used: ``input_errors``."""
     counts = {verdict: 0 for verdict in VERDICTS}
-    verdicts = list(map(_VERDICT, entries))
-    for verdict, count in collections.Counter(verdicts).items():
-        counts[verdict] += count
     failing = []
-    if counts[VERDICT_PASS] < len(entries):
-        failing_set = frozenset(failing_verdicts(unstable_fails))
-        for entry, verdict in zip(entries, verdicts):
-            if verdict in failing_set:
-                path, device, serial, test = entry_target(entry)
-                failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
-                                "verdict": verdict, "reason": entry_reason(entry)})
-    return _summary(counts, len(entries), failing, input_errors)
+    failing_set = failing_verdicts(unstable_fails)
+    for entry in entries:
+        counts[entry.verdict] += 1
+        if entry.verdict in failing_set:
+            path, device, serial, test = entry_target(entry)
+            failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
+                            "verdict": entry.verdict, "reason": entry_reason(entry)})
+    return {
+        "counts": counts,
+        "total": len(entries),
+        "failing": failing,
+        "failing_hosts": sorted(set(row["host"] for row in failing)),
+        "input_errors": list(input_errors),
+        "passed": not failing and not input_errors,
+    }
 
 
 def stats_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
@@ -1359,7 +1146,7 @@ def report_json_frame(report: Mapping[str, Any]) -> Tuple[str, str]:
     for key in keys:
         if key == "results":
             continue
-        (head if key < "results" else tail).append("%s:%s" % (_JSON_ENCODE(key), _JSON_ENCODE(report[key])))
+        (head if key < "results" else tail).append("%s:%s" % (_compact_json(key), _compact_json(report[key])))
     before = "{" + "".join(item + ",\n" for item in head) + '"results":['
     after = "\n]" + "".join(",\n" + item for item in tail) + "}\n"
     return before, after

@@ -16,17 +16,18 @@ The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI 
   nothing passed or failed); pass passes; unstable is a failure when the report's
   ``rules.unstable_fails`` is true (the default), else it passes and is listed in ``<system-out>``.
 
-``JunitWriter`` takes the entries one at a time (``add`` a report entry, or ``add_case`` its
-fields, or ``defer`` anything ``write`` turns into those fields when it reaches that host) and
-writes the file host by host with ``xml.etree.ElementTree`` (two-space indentation): one
-testsuite's element tree at a time, so a fleet's junit.xml is never one tree or one string.
+``JunitWriter`` takes the entries one at a time (``add``: a report entry, or whatever its
+``fields_of`` turns into a testcase's fields when it writes that host: the callback's compact
+entries) and writes the file host by host with ``xml.etree.ElementTree`` (two-space
+indentation): one testsuite's element tree at a time, so a fleet's junit.xml is never one tree
+or one string.
 """
 from __future__ import annotations
 
 import io
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
     FAILING_VERDICTS, VERDICT_ERROR, VERDICT_NOT_MEASURED)
@@ -40,7 +41,7 @@ RUN_PROPERTIES = ("started", "finished", "controller_hostname", "ansible_version
                   "inventory_size")
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
 INDENT = "  "
-# add_case's arguments after the host: test, target path, seconds, verdict, reason, findings, notes.
+# A testcase's fields: test, target path, seconds, verdict, reason, findings ((verdict, reason) worst first), notes.
 CaseFields = Tuple[Any, Any, float, str, Any, Sequence[Tuple[Any, Any]], Iterable[Any]]
 
 
@@ -56,11 +57,6 @@ def seconds_of(value: Any) -> float:
     return float(value)
 
 
-def _seconds(entry: Mapping[str, Any]) -> float:
-    record = entry.get("record")
-    return seconds_of(record.get("seconds") if isinstance(record, Mapping) else None)
-
-
 def case_name(test: Any, target_path: Any) -> str:
     """``<test> <target path>``, or ``host problem`` when both are None."""
     if test is None and target_path is None:
@@ -68,9 +64,13 @@ def case_name(test: Any, target_path: Any) -> str:
     return "%s %s" % (test or "-", target_path or "-")
 
 
-def testcase_name(entry: Mapping[str, Any]) -> str:
-    """``<test> <target path>``, or ``host problem`` for an entry without a record."""
-    return case_name(entry.get("test"), entry.get("target_path"))
+def entry_fields(entry: Mapping[str, Any]) -> CaseFields:
+    """The testcase fields of a report entry (a ``results`` item)."""
+    record = entry.get("record")
+    findings = [(finding.get("verdict"), finding.get("reason")) for finding in entry.get("reasons") or []]
+    seconds = seconds_of(record.get("seconds") if isinstance(record, Mapping) else None)
+    return (entry.get("test"), entry.get("target_path"), seconds, entry["verdict"], entry.get("reason"), findings,
+            entry.get("notes") or ())
 
 
 def _timestamp(run: Mapping[str, Any]) -> str:
@@ -83,37 +83,25 @@ class JunitWriter:
     """junit.xml for a report: ``add`` every entry (report order), then ``write``.
 
     ``report`` gives ``run`` and ``hosts`` (every host gets a testsuite, in name order, even
-    without entries). Memory until ``write``: the fields of each case added, or the item deferred.
+    without entries); ``fields_of`` spells an added item as a testcase (default: a report entry,
+    ``entry_fields``). Memory until ``write``: the items added.
     """
 
-    def __init__(self, report: Mapping[str, Any]) -> None:
+    def __init__(self, report: Mapping[str, Any], fields_of: Callable[[Any], CaseFields] = entry_fields) -> None:
         self.run: Mapping[str, Any] = report.get("run") or {}
         self.hosts: Mapping[str, Any] = report.get("hosts") or {}
-        # host -> its cases in report order: (True, add_case fields) or (False, a deferred item)
-        self._cases: Dict[str, List[Tuple[bool, Any]]] = {host: [] for host in self.hosts}
+        self._fields_of = fields_of
+        self._cases: Dict[str, List[Any]] = {host: [] for host in self.hosts}  # host -> its items, report order
         self._child_tags = {verdict: "failure" for verdict in FAILURE_VERDICTS}
         self._child_tags.update((verdict, "error") for verdict in ERROR_VERDICTS)
         if (report.get("rules") or {}).get("unstable_fails"):
             self._child_tags["unstable"] = "failure"
 
-    def add(self, entry: Mapping[str, Any]) -> None:
-        """A report entry (``results`` item)."""
-        findings = [(finding.get("verdict"), finding.get("reason")) for finding in entry.get("reasons") or []]
-        self.add_case(entry["host"], entry.get("test"), entry.get("target_path"), _seconds(entry), entry["verdict"],
-                      entry.get("reason"), findings, entry.get("notes") or ())
+    def add(self, host: str, item: Any) -> None:
+        """A testcase of ``host``, spelled (``fields_of``) when its testsuite is written."""
+        self._cases.setdefault(host, []).append(item)
 
-    def add_case(self, host: str, test: Any, target_path: Any, seconds: float, verdict: str, reason: Any,
-                 findings: Sequence[Tuple[Any, Any]], notes: Iterable[Any]) -> None:
-        """An entry given by its fields: ``findings`` are (verdict, reason) pairs, worst first."""
-        self._cases.setdefault(host, []).append((True, (test, target_path, seconds, verdict, reason, findings, notes)))
-
-    def defer(self, host: str, item: Any) -> None:
-        """A testcase of ``host`` whose fields ``write`` asks for (``fields_of(item)``) when it
-        writes that host's testsuite."""
-        self._cases.setdefault(host, []).append((False, item))
-
-    def _suite(self, index: int, host: str, cases: List[Tuple[bool, Any]],
-               fields_of: Optional[Callable[[Any], CaseFields]]) -> ET.Element:
+    def _suite(self, index: int, host: str, cases: List[Any]) -> ET.Element:
         """The <testsuite> element of a host."""
         name = xml_text(host)
         # Every attribute now, in the schema's order; the counts are known at the end.
@@ -129,12 +117,8 @@ class JunitWriter:
         counts = {"failure": 0, "error": 0}
         total_seconds: float = 0
         out: List[str] = []
-        for is_fields, item in cases:
-            if not is_fields:
-                if fields_of is None:
-                    raise ValueError("testcases were deferred: write needs fields_of")
-                item = fields_of(item)
-            test, target_path, seconds, verdict, reason, findings, notes = item
+        for item in cases:
+            test, target_path, seconds, verdict, reason, findings, notes = self._fields_of(item)
             total_seconds += seconds
             case = case_name(test, target_path)
             testcase = ET.SubElement(suite, "testcase",
@@ -154,9 +138,8 @@ class JunitWriter:
         ET.indent(suite, space=INDENT, level=1)
         return suite
 
-    def write(self, write: Callable[[str], Any], fields_of: Optional[Callable[[Any], CaseFields]] = None) -> None:
-        """The whole file, one testsuite at a time. ``fields_of`` turns a deferred item into the
-        arguments of ``add_case`` after the host (needed when items were deferred)."""
+    def write(self, write: Callable[[str], Any]) -> None:
+        """The whole file, one testsuite at a time."""
         write(HEADER)
         hosts = sorted(self._cases)
         if not hosts:
@@ -164,7 +147,7 @@ class JunitWriter:
             return
         write("<testsuites>\n")
         for index, host in enumerate(hosts):
-            suite = self._suite(index, host, self._cases[host], fields_of)
+            suite = self._suite(index, host, self._cases[host])
             write(INDENT + ET.tostring(suite, encoding="unicode") + "\n")
             # What is written is no longer needed.
             self._cases[host] = []
@@ -175,7 +158,7 @@ def render_junit(report: Mapping[str, Any]) -> str:
     """junit.xml text for a report: a testsuite per host (sorted), a testcase per entry (report order)."""
     writer = JunitWriter(report)
     for entry in report.get("results") or []:
-        writer.add(entry)
+        writer.add(entry["host"], entry)
     buffer = io.StringIO()
     writer.write(buffer.write)
     return buffer.getvalue()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
@@ -89,45 +89,41 @@ def _expect(text: str, index: int, char: str) -> int:
     return index + 1
 
 
+def _items(text: str, index: int, closer: str, read_item: Callable[[int], int]) -> int:
+    """The items of a JSON object or array, from index (after its opening bracket) to closer, separated by commas:
+    read_item(start) reads one and returns where it ends. Returns the index after closer."""
+    index = _skip_space(text, index)
+    if text.startswith(closer, index):
+        return index + 1
+    while True:
+        index = _skip_space(text, read_item(_skip_space(text, index)))
+        if not text.startswith(",", index):
+            return _expect(text, index, closer)
+        index += 1
+
+
 def _scan_report(text: str) -> tuple[dict[str, Any], list[tuple[Any, int, int]]]:
     """(top-level keys but results, [(entry, start, end)] of results) of a report.json text, any JSON
     layout: each entry is decoded where it stands, so its character span is known."""
     decode = json.JSONDecoder().raw_decode
     top: dict[str, Any] = {}
     entries: list[tuple[Any, int, int]] = []
-    index = _expect(text, 0, "{")
-    index = _skip_space(text, index)
-    if index < len(text) and text[index] == "}":
-        return top, entries
-    while True:
-        index = _skip_space(text, index)
-        key, index = decode(text, index)
-        index = _expect(text, index, ":")
-        index = _skip_space(text, index)
+
+    def read_entry(start: int) -> int:
+        entry, end = decode(text, start)
+        entries.append((entry, start, end))
+        return end
+
+    def read_member(start: int) -> int:
+        key, index = decode(text, start)
+        index = _skip_space(text, _expect(text, index, ":"))
         if key == "results" and text.startswith("[", index):
             top[key] = True
-            index = _skip_space(text, index + 1)
-            if text.startswith("]", index):
-                index += 1
-            else:
-                while True:
-                    start = _skip_space(text, index)
-                    entry, index = decode(text, start)
-                    entries.append((entry, start, index))
-                    index = _skip_space(text, index)
-                    if text.startswith(",", index):
-                        index += 1
-                        continue
-                    index = _expect(text, index, "]")
-                    break
-        else:
-            top[key], index = decode(text, index)
-        index = _skip_space(text, index)
-        if text.startswith(",", index):
-            index += 1
-            continue
-        index = _expect(text, index, "}")
-        break
+            return _items(text, index + 1, "]", read_entry)
+        top[key], index = decode(text, index)
+        return index
+
+    index = _items(text, _expect(text, 0, "{"), "}", read_member)
     if _skip_space(text, index) != len(text):
         raise ValueError("text after the JSON document at character %d" % index)
     return top, entries

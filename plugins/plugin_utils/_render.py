@@ -18,7 +18,7 @@ Fleet scale: a report of more than ``LISTING_LIMIT`` results lists only the resu
 pages say so and point at report.json / results.csv, which hold every result. ``write_markdown``
 and ``write_html`` write the page piece by piece through a ``write`` function; a caller that
 cannot hold every entry as a dict (the callback at fleet scale) passes the ``Listing`` itself
-(``summarised_listing``) with only the entries to list in ``report["results"]``.
+(``ListingBuilder``) with only the entries to list in ``report["results"]``.
 
 Units: the report holds bytes per second and operations per second; here they are shown as
 MB/s (10^6 B/s), MiB/s (2^20 B/s) and IOPS, always labelled.
@@ -34,6 +34,7 @@ from collections.abc import Mapping as _MappingABC
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
+from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import DEFAULT_OUTLIER_FRACTION, VERDICT_PASS
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import VERDICTS as VERDICT_ORDER
 
@@ -79,11 +80,6 @@ Write = Callable[[str], Any]
 # ---------------------------------------------------------------------------------------------
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    # dict first: isinstance against an ABC costs more (and typing.Mapping's far more).
-    return value if type(value) is dict or isinstance(value, _MappingABC) else {}  # pylint: disable=unidiomatic-typecheck
-
-
 def _list(value: Any) -> List[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
 
@@ -106,11 +102,6 @@ def _text(value: Any) -> str:
     else:
         text = str(value)
     return " ".join(text.split())
-
-
-def test_text(value: Any) -> str:
-    """A test id as the pages show it (and as ``Listing.test_records`` is keyed)."""
-    return _text(value)
 
 
 def _esc(value: Any) -> str:
@@ -308,37 +299,50 @@ def pass_key(test: Any, group: Any, metric: Any) -> PassKey:
     return _text(test), tuple(_text(part) for part in _list(group)), _text(metric)
 
 
+class ListingBuilder:
+    """The ``Listing`` of a report, built one entry at a time in report order: ``add`` every entry
+    with what the listing reads of it, then ``listing``. The callback, which holds no dict per
+    entry, adds its compact entries and spool places; ``listing_of`` adds the report's dicts."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.summarised = total > LISTING_LIMIT
+        self.listed: List[Any] = []
+        self.pass_counts: Dict[PassKey, int] = {}
+        self.test_records: Dict[str, Any] = {}
+
+    def add(self, item: Any, verdict: Any, test: Any, group: Any, metric: Any, record: Any) -> None:
+        """``item`` is listed (every item of a small report; at fleet scale, those that are not
+        pass); a pass item is counted by (test, group key, metric name) as text instead.
+        ``record`` (None: the entry has none) describes its test if it is the test's first."""
+        if not self.summarised:
+            self.listed.append(item)
+            return
+        text = _text(test)
+        if text and record is not None and text not in self.test_records:
+            self.test_records[text] = record
+        if verdict == VERDICT_PASS:
+            key = pass_key(text, group, metric)
+            self.pass_counts[key] = self.pass_counts.get(key, 0) + 1
+        else:
+            self.listed.append(item)
+
+    def listing(self, entries: List[Mapping[str, Any]], test_records: Dict[str, Mapping[str, Any]]) -> Listing:
+        """The Listing of the listed items as report entries and the test records as records."""
+        return Listing(entries, self.total, self.summarised, self.pass_counts, test_records)
+
+
 def listing_of(report: Mapping[str, Any]) -> Listing:
     """Every entry when the report has at most ``LISTING_LIMIT``; else the entries that are not
-    pass, with the pass entries counted by ``pass_key``."""
+    pass, with the pass entries counted (``ListingBuilder``)."""
     entries = _entries(report)
-    if len(entries) <= LISTING_LIMIT:
-        return Listing(entries, len(entries), False, {}, {})
-    listed: List[Mapping[str, Any]] = []
-    pass_counts: Dict[PassKey, int] = {}
-    test_records: Dict[str, Mapping[str, Any]] = {}
+    builder = ListingBuilder(len(entries))
     for entry in entries:
-        test = _test_of(entry)
         record = entry.get("record")
-        if test and test not in test_records and isinstance(record, _MappingABC) and record:
-            test_records[test] = record
-        if _verdict(entry) == VERDICT_PASS:
-            key = pass_key(test, entry.get("group"), _mapping(entry.get("primary_metric")).get("name"))
-            pass_counts[key] = pass_counts.get(key, 0) + 1
-        else:
-            listed.append(entry)
-    return Listing(listed, len(entries), True, pass_counts, test_records)
-
-
-def summarised_listing(entries: Sequence[Mapping[str, Any]], total: int, pass_counts: Mapping[PassKey, int],
-                       test_records: Mapping[str, Mapping[str, Any]]) -> Listing:
-    """The ``listing_of`` a report whose entries the caller does not hold as dicts: ``entries``
-    are the entries that are not pass (report order), ``pass_counts`` the pass entries counted by
-    ``pass_key``, ``test_records`` each test's first record in report order. A report of at most
-    ``LISTING_LIMIT`` entries is listed whole: then ``entries`` must be all of them."""
-    if total <= LISTING_LIMIT:
-        return Listing(list(entries), total, False, {}, {})
-    return Listing(list(entries), total, True, dict(pass_counts), dict(test_records))
+        metric = _mapping(entry.get("primary_metric")).get("name")
+        builder.add(entry, _verdict(entry), _test_of(entry), entry.get("group"), metric,
+                    record if isinstance(record, _MappingABC) and record else None)
+    return builder.listing(builder.listed, builder.test_records)
 
 
 def _summarised_sentence(listing: Listing) -> str:
@@ -578,7 +582,7 @@ def _md(value: Any) -> str:
     """One table cell / inline text: no newlines, pipes and markup characters neutralised."""
     text = _text(value)
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = html.escape(text, quote=False)  # Markdown renders inline HTML: & < > as text
     text = text.replace("[", "\\[").replace("]", "\\]")
     return _MD_UNDERSCORE.sub("\\_", text)
 

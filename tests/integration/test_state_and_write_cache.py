@@ -16,7 +16,7 @@ STAND-INS (no disk here has a volatile write cache control: loop devices only, n
   reaches this machine's own /usr/local/sbin), so Ansible's modules find it on the host's PATH.
 - ``sdq``: a stand-in ATA disk in sysfs. Inside the lab host's namespace /sys/block is a tmpfs holding the real
   /sys/block links plus sdq/device/vendor reading ``ATA`` (what libata disks show), so the unchanged
-  _run.write_cache_transport says "ata". The commit job writes to the lab's real throttled loop disk.
+  _write_cache.write_cache_transport says "ata". The commit job writes to the lab's real throttled loop disk.
 Everything else is real: ansible-playbook over SSH, the modules, fio, the signals, the state files.
 
 Root only; the lab is torn down at the end whatever happened. Run:

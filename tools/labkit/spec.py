@@ -288,24 +288,27 @@ def _positive_int(value: Any, path: str, problems: _Problems) -> int | None:
     return None
 
 
-def _memory(value: Any, path: str, problems: _Problems) -> int | None:
+def _size_or_none(value: Any) -> int | None:
+    """parse_size(value), None where it is no size (the caller says what it wanted)."""
     try:
-        count = parse_size(value)
+        return parse_size(value)
     except ValueError:
-        count = 0
-    if count > 0:
+        return None
+
+
+def _memory(value: Any, path: str, problems: _Problems) -> int | None:
+    count = _size_or_none(value)
+    if count is not None and count > 0:
         return count
     problems.add(path, f"must be a positive whole number of bytes or a size like 128MiB, got {describe(value)}")
     return None
 
 
 def _disk_size(value: Any, path: str, problems: _Problems) -> int | None:
-    try:
-        count = parse_size(value)
-    except ValueError:
+    count = _size_or_none(value)
+    if count is None:
         problems.add(path, f"must be a whole number of bytes or a size like 1GiB, got {describe(value)}")
-        return None
-    if count < MIN_DISK_BYTES:
+    elif count < MIN_DISK_BYTES:
         problems.add(path, f"must be at least {format_bytes(MIN_DISK_BYTES)} ({MIN_DISK_BYTES} bytes), got {describe(value)}")
     elif count > MAX_DISK_BYTES:
         problems.add(path, f"must be at most {format_bytes(MAX_DISK_BYTES)}, got {describe(value)}")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line, shared_messages
-from .units import byte_factor, finite, ns_per, parse_unsigned
+from .units import UNSIGNED, byte_factor, finite, ns_per, parse_unsigned
 
 TOOL = "bonnie"
 TOO_FAST = "+++++"
@@ -61,10 +61,11 @@ _V198 = "1.98"
 _FIELD_COUNTS = {27: _V103, 48: _V196, 50: _V198}
 _CSV_VERSION = re.compile(r"^1\.9[0-9]$|^[2-9]\.[0-9]+$")
 _CSV_HEADER = re.compile(r"^(?:format_version|name),")
-_NUM = r"[0-9]+(?:\.[0-9]+)?"
+_NUM = UNSIGNED
 _LATENCY = re.compile(r"^(?P<num>%s)(?P<unit>ns|us|ms|s)$" % _NUM)
 _SIZE = re.compile(r"^(?P<num>%s)(?P<unit>[KMGTP]?)(?::.*)?$" % _NUM)
 _TEXT_RATE = re.compile(r"^(?P<num>%s)(?P<unit>[kmgt]?)$" % _NUM)
+_INT_FIELD = re.compile(r"^([0-9]{1,20})(?::.*)?$")  # 1.03 "16:100000:16/64"
 _VERSION_LINE = re.compile(r"^(?P<indent>\s*)Version\s+(?P<version>\S+)\s+-+Sequential (?P<kind>Output|Create)-+")
 _IO_HEADER = re.compile(r"^(?:Machine\s+Size|Name:Size etc)\s+(?:K?/sec\s+%CP\s*){6}$")
 _FILE_HEADER = re.compile(r"^\s*(?:files|files:max:min)\s+(?:/sec\s+%CP\s*){6}$")
@@ -138,34 +139,38 @@ def _cpu_field(run: BonnieRun, test: str, text: str, line: str, lineno: int) -> 
     run.cpu[test] = parse_unsigned(text, TOOL, line, lineno)
 
 
-def _latency_value(text: str, line: str, lineno: int) -> Optional[float]:
+def _field_match(pattern: "re.Pattern[str]", text: str, expected: str, line: str,
+                 lineno: int) -> Optional["re.Match[str]"]:
+    """None for an empty field (not measured), else the field's match of pattern; a ParseError naming what was
+    expected when it does not match."""
     if text == "":
         return None
-    match = _LATENCY.match(text)
+    match = pattern.match(text)
     if not match:
-        raise ParseError(TOOL, "a latency like '8510us', '101ms' or '12s', got '%s'" % text[:40], line, lineno)
+        raise ParseError(TOOL, "%s, got '%s'" % (expected, text[:40]), line, lineno)
+    return match
+
+
+def _latency_value(text: str, line: str, lineno: int) -> Optional[float]:
+    match = _field_match(_LATENCY, text, "a latency like '8510us', '101ms' or '12s'", line, lineno)
+    if match is None:
+        return None
     value = parse_unsigned(match.group("num"), TOOL, line, lineno) * ns_per(match.group("unit"), TOOL, line, lineno)
     return finite(value, TOOL, "latency", line, lineno)
 
 
 def _size(text: str, line: str, lineno: int) -> Optional[int]:
-    if text == "":
+    match = _field_match(_SIZE, text, "a file size like '4G' or '7423M'", line, lineno)
+    if match is None:
         return None
-    match = _SIZE.match(text)
-    if not match:
-        raise ParseError(TOOL, "a file size like '4G' or '7423M', got '%s'" % text[:40], line, lineno)
     value = parse_unsigned(match.group("num"), TOOL, line, lineno)
     value *= byte_factor(match.group("unit"), "bonnie_size", TOOL, line, lineno)
     return int(finite(value, TOOL, "file size", line, lineno))
 
 
 def _int_field(text: str, line: str, lineno: int) -> Optional[int]:
-    if text == "":
-        return None
-    match = re.match(r"^([0-9]{1,20})(?::.*)?$", text)  # 1.03 "16:100000:16/64"
-    if not match:
-        raise ParseError(TOOL, "an integer, got '%s'" % text[:40], line, lineno)
-    return int(match.group(1))
+    match = _field_match(_INT_FIELD, text, "an integer", line, lineno)
+    return None if match is None else int(match.group(1))
 
 
 def _csv_layout(fields: List[str]) -> Optional[str]:

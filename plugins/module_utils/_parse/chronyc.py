@@ -7,9 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional
 
+# [^\S\n]: the blanks of one line. "\s" after ^ also took the blank lines that follow and was tried again from
+# each of them (quadratic in a run of blank lines; benchmarks/parse_bounds.py).
 _CHRONY_SYSTEM_TIME = re.compile(
-    r"^\s*System time\s*:\s*(?P<value>[0-9.]+)\s+seconds\s+(?P<side>fast|slow)\s+of NTP time", re.MULTILINE)
-_CHRONY_UNSYNCHRONISED = re.compile(r"^\s*Leap status\s*:\s*Not synchronised\s*$", re.MULTILINE)
+    r"^[^\S\n]*System time[^\S\n]*:[^\S\n]*(?P<value>[0-9.]+)[^\S\n]+seconds[^\S\n]+(?P<side>fast|slow)[^\S\n]+"
+    r"of NTP time", re.MULTILINE)
+_CHRONY_UNSYNCHRONISED = re.compile(r"^[^\S\n]*Leap status[^\S\n]*:[^\S\n]*Not synchronised[^\S\n]*$",
+                                    re.MULTILINE)
 
 
 def chronyc_unsynchronised(text: str) -> Optional[str]:

@@ -25,26 +25,28 @@ _PROGRAMS = {"dd": "dd", "fio": "fio", "sysbench": "sysbench", "bonnie++": "bonn
 # pattern did that over lines of numbers: 22 lines took 1.5 s, 30 lines 460 s).
 _SP = r"[^\S\n]"
 
+
+def _line_markers(*alternatives: str) -> "re.Pattern[str]":
+    """Any of the alternatives at a line start, after that line's own blanks; {sp} in one is such a blank."""
+    return re.compile(("^{sp}*(?:" + "|".join(alternatives) + ")").replace("{sp}", _SP), re.MULTILINE)
+
+
 # Strong fio markers: its JSON keys. Weak: its "fio: ..." messages (a failed run without JSON).
 _FIO_JSON = re.compile(r'"(?:fio version|client_stats)"\s*:|^{sp}*"jobs"{sp}*:{sp}*\['.replace("{sp}", _SP),
                        re.MULTILINE)
-_FIO_MESSAGE = re.compile(r"^{sp}*fio(?:: |-[0-9])".replace("{sp}", _SP), re.MULTILINE)
-_DD_MARKERS = re.compile((
-    r"^{sp}*(?:"
-    r"[0-9]+\+[0-9]+ \S"  # N+M records in|out (any locale)
-    r"|[0-9]+ bytes transferred in "  # BSD, coreutils 5
-    r"|[0-9]+ \S+ (?:\([^()\n]*\) )?[^,\n]+, [0-9][0-9.,eE+-]* (?:s|seconds), "  # GNU, busybox summary
-    r"|(?:\S*/)?dd: )").replace("{sp}", _SP),
-    re.MULTILINE,
+_FIO_MESSAGE = _line_markers(r"fio(?:: |-[0-9])")
+_DD_MARKERS = _line_markers(
+    r"[0-9]+\+[0-9]+ \S",  # N+M records in|out (any locale)
+    r"[0-9]+ bytes transferred in ",  # BSD, coreutils 5
+    r"[0-9]+ \S+ (?:\([^()\n]*\) )?[^,\n]+, [0-9][0-9.,eE+-]* (?:s|seconds), ",  # GNU, busybox summary
+    r"(?:\S*/)?dd: ",
 )
 # sysbench: its banner, and the first line of each results layout (0.4/0.5, 1.0, prepare). The banner's
 # version is taken whole ((?![0-9]|\.[0-9])): what follows it cannot take back some of its digits.
-_SYSBENCH_MARKERS = re.compile((
-    r"^{sp}*(?:"
-    r"sysbench [0-9]+(?:\.[0-9]+)+(?![0-9]|\.[0-9])[^\s:]*(?::\s|{sp}+\(|{sp}*$)"
-    r"|Operations performed:{sp}+[0-9]+ (?:Read|reads), [0-9]+ (?:Write|writes), "
-    r"|File operations:{sp}*\n\s*reads/s:)").replace("{sp}", _SP),
-    re.MULTILINE,
+_SYSBENCH_MARKERS = _line_markers(
+    r"sysbench [0-9]+(?:\.[0-9]+)+(?![0-9]|\.[0-9])[^\s:]*(?::\s|{sp}+\(|{sp}*$)",
+    r"Operations performed:{sp}+[0-9]+ (?:Read|reads), [0-9]+ (?:Write|writes), ",
+    r"File operations:{sp}*\n\s*reads/s:",
 )
 # bonnie++: its text table header, its "Using uid" and usage lines; CSV lines are checked one by one.
 _BONNIE_MARKERS = re.compile((
@@ -54,15 +56,13 @@ _BONNIE_MARKERS = re.compile((
     re.MULTILINE,
 )
 # ioping: its statistics header and request lines (never ping's "--- host ping statistics ---").
-_IOPING_MARKERS = re.compile((
-    r"^{sp}*(?:"
-    r"--- .* ioping statistics ---{sp}*$"
-    r"|[0-9.]+ ?[KMGTPE]?i?B (?:<<<|>>>) .*: request=[0-9]+ time="
-    r"|[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms)").replace("{sp}", _SP),
-    re.MULTILINE,
+_IOPING_MARKERS = _line_markers(
+    r"--- .* ioping statistics ---{sp}*$",
+    r"[0-9.]+ ?[KMGTPE]?i?B (?:<<<|>>>) .*: request=[0-9]+ time=",
+    r"[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms",
 )
 # Weak ioping markers: its own messages, and raw -B lines (10 integers, 1.x) alone in the text.
-_IOPING_MESSAGE = re.compile(r"^{sp}*(?:\S*/)?ioping: ".replace("{sp}", _SP), re.MULTILINE)
+_IOPING_MESSAGE = _line_markers(r"(?:\S*/)?ioping: ")
 _IOPING_RAW_LINE = re.compile(r"[0-9]{1,30}(?: [0-9]{1,30}){9}")
 
 

@@ -55,14 +55,14 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, shared_messages, stripped_lines
-from .units import NS_PER_S, byte_factor, count_factor, finite, ns_per, parse_unsigned
+from .units import NS_PER_S, UNSIGNED, byte_factor, count_factor, finite, ns_per, parse_unsigned
 
 TOOL = "ioping"
 READ = "read"
 WRITE = "write"
 MIXED = "mixed"
 
-_NUM = r"[0-9]+(?:\.[0-9]+)?"
+_NUM = UNSIGNED
 _COUNT = r"(?P<{0}>%s)(?: (?P<{0}_sfx>[kMGTPE]))?" % _NUM
 _TIME = r"(?P<{0}>%s) ?(?P<{0}_unit>ns|us|ms|s|min|hour)" % _NUM
 _SIZE = r"(?P<{0}>%s) ?(?P<{0}_unit>[KMGTPE]iB|B|mb)" % _NUM

@@ -45,13 +45,16 @@ def _journal_usec(entry: Mapping[str, Any]) -> int:
 
 def journal_kernel_text(text: str) -> Tuple[str, int]:
     """``journalctl -k -o json`` output as dmesg prints it (``[seconds.micros] message`` per line), and the number
-    of messages. A line that is not a JSON object (an empty answer, a notice) is no message."""
+    of messages. A line that is not a JSON object (an empty answer, a notice, JSON nested too deep to decode) is no
+    message."""
     lines: List[str] = []
     count = 0
     for raw in text.splitlines():
+        if not raw.lstrip().startswith("{"):
+            continue  # no JSON object; skipped before json.loads, whose error costs more than the line
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(entry, dict):
             continue

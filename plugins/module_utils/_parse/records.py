@@ -13,7 +13,6 @@ reachable from pytest without Ansible. The one exception raised is errors.ParseE
 from __future__ import annotations
 
 import hashlib
-import re
 import signal
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -22,14 +21,12 @@ from .detect import TOOLS, detect_tool, tool_from_argv
 from .errors import ParseError
 
 __all__ = [
-    "ParseError", "SCHEMA", "parse_output", "make_record", "empty_metrics", "version_from_banner", "sha256_hex",
+    "ParseError", "SCHEMA", "parse_output", "make_record", "empty_metrics", "sha256_hex",
     "join_output", "error_result", "apply_exit_code", "tool_errors",
 ]
 
 SCHEMA = 1
 DD_DIRECTIONS = {"read": ("read",), "write": ("write",), "copy": ("read", "write")}
-# Only from the start of a digit run: a search from every digit of a long run rescanned the run (quadratic).
-_VERSION = re.compile(r"(?<![0-9])([0-9]+(?:\.[0-9]+)+)")
 
 
 def empty_metrics() -> Dict[str, Any]:
@@ -282,15 +279,6 @@ def tool_errors(records: List[Dict[str, Any]], exit_code: Optional[int]) -> List
     if exit_code and not errors:
         errors = ["exit code %d" % exit_code]
     return errors
-
-
-def version_from_banner(text: str) -> Optional[str]:
-    """'9.1' from 'dd (coreutils) 9.1', '3.33' from 'fio-3.33': the first dotted number of the first line."""
-    for line in text.splitlines():
-        if line.strip():
-            match = _VERSION.search(line)
-            return match.group(1) if match else None
-    return None
 
 
 def sha256_hex(raw: bytes) -> str:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line, stripped_lines
-from .units import NS_PER_TIME_UNIT, byte_factor, finite, parse_unsigned
+from .units import NS_PER_TIME_UNIT, UNSIGNED, byte_factor, finite, parse_unsigned
 
 TOOL = "sysbench"
 MIB = 2 ** 20
@@ -59,7 +59,7 @@ READ_MODES = ("seqrd", "rndrd")
 WRITE_MODES = ("seqwr", "seqrewr", "rndwr", "prepare")
 PREPARE = "prepare"
 
-_NUM = r"[0-9]+(?:\.[0-9]+)?"
+_NUM = UNSIGNED
 # The version is taken whole ((?![0-9]|\.[0-9])): what follows cannot take back some of its digits, which
 # made a long line of digits and dots backtrack over every split (quadratic in the line).
 _BANNER = re.compile(r"^sysbench (?P<version>[0-9]+(?:\.[0-9]+)+)(?![0-9]|\.[0-9])[^\s:]*(?::\s|:$|\s+\(|$)")

@@ -15,7 +15,7 @@ def parse_scheduler(text: Optional[str]) -> Optional[str]:
     """The active I/O scheduler of /sys/block/<dev>/queue/scheduler ('none [mq-deadline] kyber' -> 'mq-deadline')."""
     if text is None:
         return None
-    match = re.search(r"\[([^\]]+)\]", text)
+    match = re.search(r"\[([^\[\]]+)\]", text)  # not "[^\]]": each "[" would scan to the end (quadratic)
     if match:
         return match.group(1)
     words = text.split()
@@ -31,7 +31,8 @@ def link_speed_gts(value: Optional[str]) -> Optional[float]:
 def link_width(value: Optional[str]) -> Optional[int]:
     """Lanes of a PCIe current_link_width / max_link_width ('4' -> 4); None when unknown or 0 (link down)."""
     text = (value or "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    # 1 to 20 ASCII digits: int() refuses more than 4300 digits and str.isdigit() takes any script's digits
+    return int(text) if re.match(r"^[0-9]{1,20}$", text) and int(text) > 0 else None
 
 
 def vpd_unit_serial(data: bytes) -> Optional[str]:

@@ -22,8 +22,8 @@ def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
     """Blocks of KEY=value lines, one block per unit, separated by empty lines (systemctl show).
     A key printed more than once (a timer's TimersCalendar/TimersMonotonic, one line per trigger)
     keeps every value, one per line."""
-    blocks: List[Dict[str, str]] = []
-    current: Dict[str, str] = {}
+    blocks: List[Dict[str, List[str]]] = []
+    current: Dict[str, List[str]] = {}
     for line in text.splitlines():
         if not line.strip():
             if current:
@@ -34,10 +34,10 @@ def parse_systemctl_show(text: str) -> List[Dict[str, str]]:
         if not sep:
             raise SourceError("systemctl show", "KEY=value lines", line,
                               sentence="not systemctl show output: %r" % line)
-        current[key] = current[key] + "\n" + value if key in current else value
+        current.setdefault(key, []).append(value)  # joined once at the end: appending to a str copied it each time
     if current:
         blocks.append(current)
-    return blocks
+    return [{key: "\n".join(values) for key, values in block.items()} for block in blocks]
 
 
 def parse_systemd_time(text: Optional[str]) -> Optional[float]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional
 
-_TIMESYNC_OFFSET = re.compile(r"^\s*Offset:\s*(?P<value>[+-]?[0-9.]+)\s*(?P<unit>ns|us|\u00b5s|ms|s|min)\s*$",
-                              re.MULTILINE)
+# [^\S\n]: the blanks of one line ("\s" after ^ took the blank lines after it too: quadratic in blank lines).
+_TIMESYNC_OFFSET = re.compile(
+    r"^[^\S\n]*Offset:[^\S\n]*(?P<value>[+-]?[0-9.]+)[^\S\n]*(?P<unit>ns|us|\u00b5s|ms|s|min)[^\S\n]*$", re.MULTILINE)
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
 
 

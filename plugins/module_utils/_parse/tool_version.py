@@ -33,6 +33,8 @@ def parse_tool_version(tool: str, stdout: str, stderr: str = "") -> Optional[str
 
 
 def version_tuple(version: str) -> Optional[Tuple[int, ...]]:
-    """(3, 33) from '3.33', (2, 0) from '2.00a', None when it does not start with a number."""
+    """(3, 33) from '3.33', (2, 0) from '2.00a', None when it does not start with a number (or with one of more than
+    20 digits: no version has one, and int() refuses more than 4300)."""
     match = _LEADING_NUMBERS.match(version)
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+    parts = match.group(1).split(".") if match else []
+    return tuple(int(part) for part in parts) if parts and max(map(len, parts)) <= 20 else None

@@ -191,7 +191,9 @@ def sectors_to_bytes(sectors: int) -> int:
     return sectors * SECTOR_BYTES
 
 
-_UNSIGNED = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
+# A plain unsigned decimal as the tools print it: the parsers' patterns capture it, parse_unsigned reads it.
+UNSIGNED = r"[0-9]+(?:\.[0-9]+)?"
+_UNSIGNED = re.compile("^%s$" % UNSIGNED)
 
 
 def parse_unsigned(text: str, tool: str, line: str, lineno: int | None = None) -> float:

@@ -49,10 +49,11 @@ def as_bool(value: Any, source: str, field: str) -> Optional[bool]:
 
 
 def load_json(text: str, source: str) -> Any:
-    """The JSON document of a tool's output; SourceError quoting its first line when it is none."""
+    """The JSON document of a tool's output; SourceError quoting its first line when it is none (or is nested
+    deeper than the decoder's recursion: RecursionError, as fio.py treats it too)."""
     try:
         return json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         first = text.strip().splitlines()[0] if text.strip() else ""
         raise SourceError(source, "JSON (%s)" % error, first)
 

@@ -62,11 +62,11 @@ def test_phases_add_up_to_the_wall_time_and_group_by_role(overhead):
     assert sum(seconds for _name, seconds in rows) == pytest.approx(wall)
     groups = dict(overhead.grouped(rows))
     assert sum(groups.values()) == pytest.approx(wall)
-    fio = groups["the fio job (bench_facts: fio, cache drop, device counters)"]
+    fio = groups["the fio job (bench_run: fio, cache drop, device counters)"]
     idle = groups["quiesce: lock, stop services, drop caches, idle window"]
     assert fio > 12.0          # the 10 s job and its 2 s ramp
     assert idle > 5.0          # the 5 s idle window
-    assert max(groups, key=groups.get) == "the fio job (bench_facts: fio, cache drop, device counters)"
+    assert max(groups, key=groups.get) == "the fio job (bench_run: fio, cache drop, device counters)"
 
 
 def test_restore_is_not_counted_as_quiesce(overhead):

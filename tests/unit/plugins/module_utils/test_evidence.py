@@ -21,6 +21,7 @@ import pytest
 from ansible_collections.diskproof.fleet.plugins.module_utils import _evidence as ev
 from ansible_collections.diskproof.fleet.plugins.module_utils._evidence import EvidenceError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.chronyc import parse_chronyc_tracking
+from ansible_collections.diskproof.fleet.plugins.modules.evidence import read_file  # the module's own host reads
 from test_parse_chronyc import CHRONYC_TRACKING  # chronyc tracking on Ubuntu, as the parser's test quotes it
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,19 +305,12 @@ def real_host(root):
         with open(path, "xb") as handle:
             handle.write(data)
 
-    def read(path):
-        try:
-            with open(path, "rb") as handle:
-                return handle.read()
-        except OSError:
-            return None
-
     def device_link(disk):
         link = "/sys/block/%s/device" % disk
         return os.path.realpath(link) if os.path.exists(link) else None
 
     which_path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    return ev.HostIO(run=run, which=lambda name: shutil.which(name, path=which_path), read=read, write=write,
+    return ev.HostIO(run=run, which=lambda name: shutil.which(name, path=which_path), read=read_file, write=write,
                      now=lambda: datetime.datetime.now(datetime.timezone.utc), device_link=device_link,
                      is_scsi=lambda disk: os.path.isdir("/sys/block/%s/device/scsi_disk" % disk))
 

@@ -1,8 +1,10 @@
-"""Bounded input: every tool parser and tool=auto take time proportional to the size of their input.
+"""Bounded input: every parser (tools, system files and commands) and tool=auto take time proportional to the
+size of their input.
 
-bench_facts parses whatever a tool printed or whatever file src= names, on production hosts: a
-regex that backtracks (the issue's case: 22 lines of numbers took seconds in tool=auto, 30 lines
-minutes) or a search restarted at every line turns a few kB of unlucky text into a hung module.
+bench_facts parses whatever a tool printed or whatever file src= names, and disk_facts, quiesce and evidence
+parse lsblk, smartctl, /proc, systemctl ... on production hosts: a regex that backtracks (the issue's case: 22
+lines of numbers took seconds in tool=auto, 30 lines minutes) or a search restarted at every line turns a few
+kB of unlucky text into a hung module.
 
 The adversarial shapes are benchmarks/parse_bounds.py's (one list for the benchmark and this test).
 The test asserts growth, not speed: the CPU time for 1 MB (best of 3) may be at most GROWTH_LIMIT
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, sysbench
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (
+    dd, kernel_log, lsblk, nvme, smartctl, sysbench, sysfs, tool_version, wipefs)
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError, printable
@@ -90,6 +93,26 @@ def test_numbers_longer_than_any_counter_are_parse_errors():
     ):
         with pytest.raises(ParseError):
             parse(text)
+
+
+def test_system_values_of_thousands_of_digits_are_unknown():
+    """A /sys value or a tool version of more digits than int() takes (4300) is unknown, not a ValueError."""
+    assert sysfs.link_width("9" * 5000) is None
+    assert sysfs.link_width("16") == 16
+    assert tool_version.version_tuple("9" * 5000) is None
+    assert tool_version.version_tuple("3." + "1" * 5000) is None
+    assert tool_version.version_tuple("3.33") == (3, 33)
+
+
+def test_json_nested_deeper_than_the_decoder_recurses_is_no_document():
+    """JSON nested deeper than json's recursion: a ParseError of the source (the JSON tools), no message
+    (journalctl lines), never RecursionError."""
+    deep = "[" * 100000
+    for parse in (lsblk.parse_lsblk, smartctl.parse_smartctl, nvme.parse_nvme_smart_log, wipefs.parse_wipefs_json):
+        with pytest.raises(ParseError, match="JSON"):
+            parse(deep)
+    entry = '{"_SOURCE_MONOTONIC_TIMESTAMP": "12269410034", "MESSAGE": "nvme0n1: p1 p2"}'
+    assert kernel_log.journal_kernel_text(deep + "\n" + entry + "\n") == ("[12269.410034] nvme0n1: p1 p2\n", 1)
 
 
 def test_a_quoted_line_is_escaped_only_as_far_as_it_is_shown():

@@ -16,7 +16,6 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records imp
     make_record,
     parse_output,
     tool_errors,
-    version_from_banner,
 )
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.dd import RecordCount
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
@@ -478,9 +477,6 @@ def test_make_record_follows_the_schema_order():
 def test_run_helpers():
     assert join_output(b"{}", b"fio: warning\n") == b"{}\nfio: warning\n"
     assert join_output(b"", b"1+0 records in\n") == b"1+0 records in\n"
-    assert version_from_banner("dd (coreutils) 9.1\nCopyright ...\n") == "9.1"
-    assert version_from_banner("fio-3.33\n") == "3.33"
-    assert version_from_banner("") is None
     error = ParseError("fio", "fio JSON output", "fio: engine libaio not loadable", 1)
     failed = error_result("fio", error)
     assert failed["error"] == "fio: engine libaio not loadable"
@@ -523,7 +519,7 @@ def test_report_shows_a_direction_less_rate_and_judges_it_once_the_direction_is_
     records = {"h1": [make_record(unknown, test="dd_seq_write", target=target)],
                "h2": [make_record(stated, test="dd_seq_write", target=target)]}
     ok = {"status": "ok", "problems": []}
-    entries = _aggregate.judge_fleet(records, {"h1": ok, "h2": ok}, 0.15)
+    entries = _aggregate.build_report(records, {"h1": ok, "h2": ok}, {}, 0.15)["results"]
     found = {entry["host"]: (entry["verdict"], entry["reason"]) for entry in entries}
     assert found["h1"] == ("not_measured", "dd rate 49.0 MB/s of unknown direction (metrics.transfer_bytes_per_s) "
                                            "is not judged: parse again with direction=read, write or copy")

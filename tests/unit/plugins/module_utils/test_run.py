@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _fence, _metrics, _run, _tree, _write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import proc_cgroup, write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import empty_metrics
@@ -234,7 +234,7 @@ def fake_sys(tmp_path, name, vendor=None, device=True, link=None):
     ],
 )
 def test_write_cache_transport(tmp_path, name, vendor, device, transport):
-    assert _run.write_cache_transport(name, fake_sys(tmp_path, name, vendor, device))[0] == transport
+    assert _write_cache.write_cache_transport(name, fake_sys(tmp_path, name, vendor, device))[0] == transport
 
 
 @pytest.mark.parametrize(
@@ -252,27 +252,27 @@ def test_write_cache_transport(tmp_path, name, vendor, device, transport):
     ],
 )
 def test_write_cache_transport_without_control(tmp_path, name, device, words):
-    transport, why = _run.write_cache_transport("/dev/" + name, fake_sys(tmp_path, name, None, device))
+    transport, why = _write_cache.write_cache_transport("/dev/" + name, fake_sys(tmp_path, name, None, device))
     assert transport is None
     assert words in why
 
 
 def test_write_cache_transport_unknown_disk(tmp_path):
-    assert _run.write_cache_transport("sdq", str(tmp_path)) == (None, "/sys/block/sdq does not exist (not a whole disk)")
+    assert _write_cache.write_cache_transport("sdq", str(tmp_path)) == (None, "/sys/block/sdq does not exist (not a whole disk)")
 
 
 def test_write_cache_commands():
-    assert _run.write_cache_commands("ata", "sdb") == ("hdparm", ["hdparm", "-W", "/dev/sdb"], ["hdparm", "-W0", "/dev/sdb"],
-                                                       ["hdparm", "-W1", "/dev/sdb"])
-    assert _run.write_cache_commands("scsi", "/dev/sdc") == (
+    assert _write_cache.write_cache_commands("ata", "sdb") == (
+        "hdparm", ["hdparm", "-W", "/dev/sdb"], ["hdparm", "-W0", "/dev/sdb"], ["hdparm", "-W1", "/dev/sdb"])
+    assert _write_cache.write_cache_commands("scsi", "/dev/sdc") == (
         "sdparm", ["sdparm", "--get=WCE", "/dev/sdc"], ["sdparm", "--clear=WCE", "/dev/sdc"], ["sdparm", "--set=WCE", "/dev/sdc"])
-    commands = _run.write_cache_commands("nvme", "nvme0n1")
+    commands = _write_cache.write_cache_commands("nvme", "nvme0n1")
     assert commands.get == ["nvme", "get-feature", "/dev/nvme0n1", "-f", "6"]
     # never -v: newer nvme-cli reads it as --verbose and sets 0 (nvme-cli issue 2465)
     assert commands.off == ["nvme", "set-feature", "/dev/nvme0n1", "-f", "6", "--value=0"]
     assert commands.on == ["nvme", "set-feature", "/dev/nvme0n1", "-f", "6", "--value=1"]
     with pytest.raises(ValueError):
-        _run.write_cache_commands("usb", "sdz")
+        _write_cache.write_cache_commands("usb", "sdz")
 
 
 @pytest.mark.parametrize(
@@ -335,36 +335,36 @@ def test_parse_proc_cgroup():
 
 
 def test_memory_controller_enabled():
-    assert _run.memory_controller_enabled("cpuset cpu io memory hugetlb pids rdma misc\n")
-    assert not _run.memory_controller_enabled("cpu io pids\n")
-    assert not _run.memory_controller_enabled("")
+    assert _fence.memory_controller_enabled("cpuset cpu io memory hugetlb pids rdma misc\n")
+    assert not _fence.memory_controller_enabled("cpu io pids\n")
+    assert not _fence.memory_controller_enabled("")
 
 
 def test_fence_layout_v1_is_a_child_of_the_own_memory_cgroup():
-    layout = _run.fence_layout(1, proc_cgroup.parse_proc_cgroup(PROC_V1), "diskproof-42-00ff", "/sys/fs/cgroup")
+    layout = _fence.fence_layout(1, proc_cgroup.parse_proc_cgroup(PROC_V1), "diskproof-42-00ff", "/sys/fs/cgroup")
     assert layout == (1, "/sys/fs/cgroup/memory/process_api/4051b4d7/diskproof-42-00ff",
                       "/sys/fs/cgroup/memory/process_api/4051b4d7", "memory.limit_in_bytes", "memory.max_usage_in_bytes")
-    root = _run.fence_layout(1, {"memory": "/"}, "diskproof-42-00ff", "/sys/fs/cgroup")
+    root = _fence.fence_layout(1, {"memory": "/"}, "diskproof-42-00ff", "/sys/fs/cgroup")
     assert (root.path, root.home) == ("/sys/fs/cgroup/memory/diskproof-42-00ff", "/sys/fs/cgroup/memory")
 
 
 def test_fence_layout_v2_is_a_child_of_the_root():
-    layout = _run.fence_layout(2, {"": "/user.slice/user-0.slice/session-3.scope"}, "diskproof-42-00ff")
+    layout = _fence.fence_layout(2, {"": "/user.slice/user-0.slice/session-3.scope"}, "diskproof-42-00ff")
     assert layout == (2, "/sys/fs/cgroup/diskproof-42-00ff", "/sys/fs/cgroup/user.slice/user-0.slice/session-3.scope",
                       "memory.max", "memory.peak")
 
 
 def test_fence_layout_needs_the_entry():
-    with pytest.raises(_run.RunError, match="no memory controller entry"):
-        _run.fence_layout(1, {"": "/"}, "x")
-    with pytest.raises(_run.RunError, match="no unified"):
-        _run.fence_layout(2, {"memory": "/"}, "x")
-    with pytest.raises(_run.RunError, match="unknown cgroup version"):
-        _run.fence_layout(3, {}, "x")
+    with pytest.raises(_fence.FenceError, match="no memory controller entry"):
+        _fence.fence_layout(1, {"": "/"}, "x")
+    with pytest.raises(_fence.FenceError, match="no unified"):
+        _fence.fence_layout(2, {"memory": "/"}, "x")
+    with pytest.raises(_fence.FenceError, match="unknown cgroup version"):
+        _fence.fence_layout(3, {}, "x")
 
 
 def test_fence_name():
-    assert _run.fence_name(4242, "1a2b3c4d") == "diskproof-4242-1a2b3c4d"
+    assert _fence.fence_name(4242, "1a2b3c4d") == "diskproof-4242-1a2b3c4d"
 
 
 def fake_cgroup_root(tmp_path, version, subtree="memory pids\n"):
@@ -381,28 +381,28 @@ def fake_cgroup_root(tmp_path, version, subtree="memory pids\n"):
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_cgroup_version(tmp_path, version):
-    assert _run.cgroup_version(str(fake_cgroup_root(tmp_path, version))) == version
+    assert _fence.cgroup_version(str(fake_cgroup_root(tmp_path, version))) == version
 
 
 def test_cgroup_version_none(tmp_path):
-    assert _run.cgroup_version(str(fake_cgroup_root(tmp_path, None))) is None
+    assert _fence.cgroup_version(str(fake_cgroup_root(tmp_path, None))) is None
 
 
 def test_plan_fence_v2_needs_memory_in_subtree_control(tmp_path):
     root = fake_cgroup_root(tmp_path, 2, subtree="cpu pids\n")
     proc = tmp_path / "cgroup.proc"
     proc.write_text("0::/\n")
-    with pytest.raises(_run.RunError) as caught:
-        _run.plan_fence(42, "ab", str(root), str(proc))
+    with pytest.raises(_fence.FenceError) as caught:
+        _fence.plan_fence(42, "ab", str(root), str(proc))
     assert "memory controller is not enabled" in str(caught.value)
     assert "echo +memory > %s/cgroup.subtree_control" % root in str(caught.value)
     (root / "cgroup.subtree_control").write_text("cpu memory pids\n")
-    assert _run.plan_fence(42, "ab", str(root), str(proc)).path == str(root / "diskproof-42-ab")
+    assert _fence.plan_fence(42, "ab", str(root), str(proc)).path == str(root / "diskproof-42-ab")
 
 
 def test_plan_fence_without_memory_controller(tmp_path):
-    with pytest.raises(_run.RunError, match="no memory cgroup controller"):
-        _run.plan_fence(42, "ab", str(fake_cgroup_root(tmp_path, None)), "/proc/self/cgroup")
+    with pytest.raises(_fence.FenceError, match="no memory cgroup controller"):
+        _fence.plan_fence(42, "ab", str(fake_cgroup_root(tmp_path, None)), "/proc/self/cgroup")
 
 
 def test_cache_fence_files_v2(tmp_path):
@@ -411,9 +411,9 @@ def test_cache_fence_files_v2(tmp_path):
     proc = tmp_path / "cgroup.proc"
     proc.write_text("0::/\n")
     (root / "cgroup.procs").write_text("")
-    layout = _run.plan_fence(4242, "ab", str(root), str(proc))
+    layout = _fence.plan_fence(4242, "ab", str(root), str(proc))
     slept = []
-    fence = _run.CacheFence(layout, 67108864, 4242, sleep=slept.append)
+    fence = _fence.CacheFence(layout, 67108864, 4242, sleep=slept.append)
     fence.create()
     fence.enter()
     assert (root / "diskproof-4242-ab" / "memory.max").read_text() == "67108864\n"
@@ -435,8 +435,8 @@ def test_cache_fence_files_v2(tmp_path):
 
 
 def test_cache_fence_remove_retries_while_busy(monkeypatch, tmp_path):
-    layout = _run.FenceLayout(1, str(tmp_path / "fence"), str(tmp_path), "memory.limit_in_bytes", "memory.max_usage_in_bytes")
-    fence = _run.CacheFence(layout, 1, 1, sleep=lambda _seconds: None)
+    layout = _fence.FenceLayout(1, str(tmp_path / "fence"), str(tmp_path), "memory.limit_in_bytes", "memory.max_usage_in_bytes")
+    fence = _fence.CacheFence(layout, 1, 1, sleep=lambda _seconds: None)
     fence.created = True
     calls = []
 
@@ -445,7 +445,7 @@ def test_cache_fence_remove_retries_while_busy(monkeypatch, tmp_path):
         if len(calls) < 3:
             raise OSError(errno.EBUSY, "Device or resource busy")
 
-    monkeypatch.setattr(_run.os, "rmdir", busy_twice)
+    monkeypatch.setattr(_fence.os, "rmdir", busy_twice)
     assert fence.remove() == []
     assert len(calls) == 3
     assert fence.peak_bytes is None
@@ -455,9 +455,9 @@ def test_stale_fences_are_those_whose_module_pid_is_gone(tmp_path):
     for name in ("diskproof-100-aa", "diskproof-200-bb", "diskproof-x-cc", "other-100-aa", "diskproof-300"):
         (tmp_path / name).mkdir()
     (tmp_path / "diskproof-400-dd").write_text("a file, not a cgroup")
-    stale = _run.stale_fences(str(tmp_path), alive=lambda pid: pid == 200)
+    stale = _fence.stale_fences(str(tmp_path), alive=lambda pid: pid == 200)
     assert stale == [str(tmp_path / "diskproof-100-aa")]
-    assert _run.stale_fences(str(tmp_path / "missing"), alive=lambda pid: False) == []
+    assert _fence.stale_fences(str(tmp_path / "missing"), alive=lambda pid: False) == []
 
 
 def _dead_pid():
@@ -471,18 +471,18 @@ def _dead_pid():
 def test_remove_stale_fences_removes_a_real_dead_modules_cgroup_and_keeps_a_live_one():
     """Real memory cgroups beside this process's own (where bench_facts puts its fence): the one named after a
     pid that has ended goes, the one named after this live process stays, one holding a process stays."""
-    layout = _run.plan_fence(os.getpid(), "probe")
+    layout = _fence.plan_fence(os.getpid(), "probe")
     home = layout.home
-    dead = os.path.join(home, _run.fence_name(_dead_pid(), "dead"))
-    live = os.path.join(home, _run.fence_name(os.getpid(), "live"))
+    dead = os.path.join(home, _fence.fence_name(_dead_pid(), "dead"))
+    live = os.path.join(home, _fence.fence_name(os.getpid(), "live"))
     sleeper = subprocess.Popen(["sleep", "30"])
-    busy = os.path.join(home, _run.fence_name(_dead_pid(), "busy"))
+    busy = os.path.join(home, _fence.fence_name(_dead_pid(), "busy"))
     try:
         for path in (dead, live, busy):
             os.mkdir(path)
         with open(os.path.join(busy, "cgroup.procs"), "w") as handle:
             handle.write("%d\n" % sleeper.pid)
-        removed, problems = _run.remove_stale_fences(home, _run.pid_alive)
+        removed, problems = _fence.remove_stale_fences(home, _fence.pid_alive)
         assert removed == [dead]
         assert not os.path.exists(dead) and os.path.isdir(live) and os.path.isdir(busy)
         assert len(problems) == 1 and busy in problems[0], problems
@@ -509,13 +509,13 @@ def test_remove_tree_removes_everything_inside_but_follows_no_symlink(tmp_path):
     (outside / "keep.txt").write_text("keep")
     work = tmp_path / "work"
     work.mkdir()
-    expected = _run.identity(str(work))
+    expected = _tree.identity(str(work))
     (work / "a" / "b").mkdir(parents=True)
     (work / "a" / "b" / "f").write_text("x")
     (work / "file").write_text("y")
     os.symlink(str(outside), str(work / "link-to-outside"))
     os.symlink(str(outside / "keep.txt"), str(work / "a" / "link-to-file"))
-    assert _run.remove_tree(str(work), expected) == []
+    assert _tree.remove_tree(str(work), expected) == []
     assert not work.exists()
     assert (outside / "keep.txt").read_text() == "keep"
 
@@ -523,19 +523,19 @@ def test_remove_tree_removes_everything_inside_but_follows_no_symlink(tmp_path):
 def test_remove_tree_refuses_a_replaced_directory(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    expected = _run.identity(str(work))
+    expected = _tree.identity(str(work))
     work.rmdir()
     target = tmp_path / "precious"
     target.mkdir()
     (target / "data").write_text("data")
     os.symlink(str(target), str(work))
-    problems = _run.remove_tree(str(work), expected)
+    problems = _tree.remove_tree(str(work), expected)
     assert problems == ["%s is not the directory this run created (replaced while running): not removed" % work]
     assert (target / "data").exists()
 
 
 def test_remove_tree_of_nothing(tmp_path):
-    assert _run.remove_tree(str(tmp_path / "gone"), (0, 0)) == []
+    assert _tree.remove_tree(str(tmp_path / "gone"), (0, 0)) == []
 
 
 # ---------------------------------------------------------------------------------------------- evidence
@@ -573,6 +573,33 @@ def test_last_line():
     (None, "check that the memory cgroup controller is mounted and writable"),
 ])
 def test_fence_setup_advice_follows_the_errno(error_number, advice):
-    text = _run.fence_setup_advice(error_number)
+    text = _fence.fence_setup_advice(error_number)
     assert advice in text
     assert ("become" in text) == (error_number in (errno.EACCES, errno.EPERM))
+
+
+class _VersionModule:
+    """Stand-in for AnsibleModule.run_command: answers the version question the way each program does."""
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, []
+
+    def run_command(self, argv, **options):
+        assert options == {"environ_update": {"LANG": "C", "LC_ALL": "C"}, "expand_user_and_vars": False}
+        self.asked.append(argv)
+        return self.answers[tuple(argv)]
+
+
+def test_ask_version_asks_and_reads_as_the_tool_table_says():
+    module = _VersionModule({
+        ("/usr/bin/sysbench", "--version"): (0, "sysbench 1.0.20 (using bundled LuaJIT 2.1.0-beta2)\n", ""),
+        ("/usr/bin/ioping", "-v"): (0, "ioping 1.3\n", ""),
+        ("/usr/sbin/bonnie++", "--version"): (1, "", "usage: bonnie++ ...\nVersion: 2.00a\n"),
+        ("/opt/bin/fio-3.33", "--version"): (0, "fio-3.33\n", ""),
+    })
+    assert _run.ask_version(module, "/usr/bin/sysbench", "sysbench") == "1.0.20"
+    assert _run.ask_version(module, "/usr/bin/ioping", "ioping") == "1.3"       # -v, not --version
+    assert _run.ask_version(module, "/usr/sbin/bonnie++", "bonnie") is None     # exit code 1: no version claimed
+    assert _run.ask_version(module, "/opt/bin/fio-3.33", "fio") == "3.33"       # a program name outside the table
+    assert _run.ask_version(module, "/usr/bin/true", "generic") is None         # nothing to ask
+    assert module.asked[-1] == ["/opt/bin/fio-3.33", "--version"] and len(module.asked) == 4

@@ -252,9 +252,9 @@ def test_not_steady_is_a_failing_verdict_above_slow_and_says_why():
     assert agg.VERDICTS.index("invalid") < agg.VERDICTS.index("not_steady") < agg.VERDICTS.index("slow")
     assert "not_steady" in agg.FAILING_VERDICTS and "not_steady" in render.VERDICT_ORDER
     unsteady = steady_record("fio333-steadystate-unsteady-not-attained.json")
-    rules = agg.validate_rules({"rules": [{"name": "datasheet", "match": {"test": "ssd_steady_*"},
-                                           "datasheet": {"write_iops": 1000, "min_percent": 90}}]})
-    (entry,) = agg.judge_fleet({"h1": [unsteady]}, {"h1": OK}, rules=rules)
+    rules = {"rules": [{"name": "datasheet", "match": {"test": "ssd_steady_*"},
+                        "datasheet": {"write_iops": 1000, "min_percent": 90}}]}
+    (entry,) = agg.build_report({"h1": [unsteady]}, {"h1": OK}, {}, acceptance=rules)["results"]
     assert entry["verdict"] == "not_steady"
     assert [finding["verdict"] for finding in entry["reasons"]] == ["not_steady", "slow"]
     assert entry["reason"] == (
@@ -267,15 +267,14 @@ def test_not_steady_is_a_failing_verdict_above_slow_and_says_why():
 
 def test_datasheet_rules_compare_the_steady_figure():
     steady = steady_record("fio333-steadystate-cliff-attained.json")
-    rules = agg.validate_rules({"rules": [{"name": "datasheet steady 4k write",
-                                           "match": {"test": "ssd_steady_rand_write"},
-                                           "datasheet": {"write_iops": 200, "min_percent": 80}}]})
-    (entry,) = agg.judge_fleet({"h1": [steady]}, {"h1": OK}, rules=rules)
+    rules = {"rules": [{"name": "datasheet steady 4k write", "match": {"test": "ssd_steady_rand_write"},
+                        "datasheet": {"write_iops": 200, "min_percent": 80}}]}
+    (entry,) = agg.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=rules)["results"]
     assert (entry["verdict"], entry["reason"]) == (
         "slow", "rule 1 'datasheet steady 4k write': 150 IOPS is 75.0% of datasheet 200 IOPS (< 80%)")
-    passing = agg.validate_rules({"rules": [{"match": {"test": "ssd_steady_rand_write"},
-                                             "datasheet": {"write_iops": 160, "min_percent": 90}}]})
-    (entry,) = agg.judge_fleet({"h1": [steady]}, {"h1": OK}, rules=passing)
+    passing = {"rules": [{"match": {"test": "ssd_steady_rand_write"},
+                          "datasheet": {"write_iops": 160, "min_percent": 90}}]}
+    (entry,) = agg.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=passing)["results"]
     assert entry["verdict"] == "pass"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.diskproof.fleet.plugins.module_utils import _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _fence
 from ansible_collections.diskproof.fleet.plugins.modules import bench_plan
 
 MIB = 1 << 20
@@ -52,10 +52,10 @@ def test_a_missing_tool_is_refused_naming_its_package(tmp_path, capsys, monkeypa
 @pytest.mark.requires_tools("fio")   # the quick profile's tools are probed
 def test_a_fenced_plan_without_a_memory_cgroup_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
     def no_memory_cgroup(pid, token, *args, **kwargs):   # stand-in: a host without the memory cgroup controller
-        raise _run.RunError("no memory cgroup controller: neither /sys/fs/cgroup/cgroup.controllers (cgroup v2) nor "
-                            "/sys/fs/cgroup/memory/memory.limit_in_bytes (cgroup v1) exists")
+        raise _fence.FenceError("no memory cgroup controller: neither /sys/fs/cgroup/cgroup.controllers (cgroup v2) "
+                                "nor /sys/fs/cgroup/memory/memory.limit_in_bytes (cgroup v1) exists")
 
-    monkeypatch.setattr(_run, "plan_fence", no_memory_cgroup)
+    monkeypatch.setattr(_fence, "plan_fence", no_memory_cgroup)
     code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], profile="quick", memory_bytes=64 * MIB,
                               cache_fence_bytes=32 * MIB, reserve_min_bytes=0)
     assert code == 1 and result["run_dirs"] == [] and os.listdir(tmp_path) == []

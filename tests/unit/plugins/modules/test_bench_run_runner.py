@@ -23,7 +23,7 @@ import tempfile
 import jinja2
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _fence, _run
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
 
@@ -461,7 +461,7 @@ def test_job_file_needs_argv(capsys):
 
 
 def cgroup_v1_root():
-    return IS_ROOT and _run.cgroup_version() == 1
+    return IS_ROOT and _fence.cgroup_version() == 1
 
 
 @pytest.mark.skipif(not cgroup_v1_root(), reason="needs root and cgroup v1")
@@ -505,8 +505,8 @@ def test_a_fenced_job_removes_the_fence_a_killed_module_left(capsys):
     a real one is made here for a pid that has ended, and the next fenced job removes it and says so."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    home = _run.plan_fence(os.getpid(), "probe").home
-    left = os.path.join(home, _run.fence_name(dead.pid, "0badf00d"))
+    home = _fence.plan_fence(os.getpid(), "probe").home
+    left = os.path.join(home, _fence.fence_name(dead.pid, "0badf00d"))
     os.mkdir(left)
     try:
         argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "count=1"]
@@ -522,7 +522,7 @@ def test_a_fenced_job_removes_the_fence_a_killed_module_left(capsys):
 
 def test_cache_fence_needs_a_memory_cgroup(capsys, monkeypatch):
     def none(pid, token, cgroup_root=None, proc_cgroup=None):
-        raise _run.RunError("no memory cgroup controller: neither ...")
+        raise _fence.FenceError("no memory cgroup controller: neither ...")
 
     monkeypatch.setattr(_run, "plan_fence", none)
     code, result = run_module(capsys, argv=["true"], cache_fence_bytes=1 << 26)

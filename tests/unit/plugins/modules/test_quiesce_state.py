@@ -10,7 +10,7 @@ scsi_debug module):
   its .src.md).
 - ``sdq`` is a STAND-IN sysfs disk: the module runs in a private mount namespace (``unshare --mount
   --propagation private``) whose /sys/block is a small tmpfs holding the machine's real /sys/block links plus a
-  directory ``sdq/device/vendor`` reading ``ATA`` (what libata disks show). ``_run.write_cache_transport`` reads it
+  directory ``sdq/device/vendor`` reading ``ATA`` (what libata disks show). ``_write_cache.write_cache_transport`` reads it
   unchanged and answers "ata", so hdparm is the tool. Nothing outside that namespace sees it.
 
 Everything else is real: the modules, fio and dd, the state directory and its files, the signals. Needs root

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tables for plugin_utils/_aggregate.py: statistics, primary metric, peer groups, verdicts, report."""
+"""Tables for plugin_utils/_aggregate.py: statistics, primary metric, peer groups, verdicts, report.
+
+Verdicts are asked of the judge's entry points only: ``build_report`` (what the filter calls) and
+``judge_report`` (what the callback calls); both judge through ``judge_entries``."""
 from __future__ import annotations
 
 import copy
@@ -137,21 +140,34 @@ def test_primary_metric(case, rec, expected):
     assert _metrics.primary_metric(rec) == expected, case
 
 
+OK = {"status": "ok", "problems": []}
+
+
+def judge(records_by_host, statuses=None, outlier_fraction=0.15, **inputs):
+    """The report's entries, worst first (``inputs``: build_report's settings, acceptance, baseline)."""
+    statuses = statuses if statuses is not None else {host: OK for host in records_by_host}
+    return agg.build_report(records_by_host, statuses, {}, outlier_fraction, **inputs)["results"]
+
+
+def groups_of(records_by_host, peer_group="identity"):
+    """The report's peer group rows."""
+    return agg.build_report(records_by_host, {}, {}, settings=agg.make_settings(peer_group=peer_group))["groups"]
+
+
+def group_key(rec, peer_group="identity"):
+    """The peer group key the report gives a record judged alone."""
+    (entry,) = judge({"h1": [rec]}, settings=agg.make_settings(peer_group=peer_group))
+    return tuple(entry["group"])
+
+
 def test_peer_group_key_without_model_is_test_and_rotational():
-    assert agg.peer_group_key(write(1.0, test="dd_seq_write", path="/a", device="sda")) == agg.peer_group_key(write(2.0, path="/b", device="sdz"))
-    assert agg.peer_group_key(write(1.0)) != agg.peer_group_key(write(1.0, test="dd_seq_read"))
+    assert group_key(write(1.0, path="/a", device="sda")) == group_key(write(2.0, path="/b", device="sdz"))
+    assert group_key(write(1.0)) != group_key(write(1.0, test="dd_seq_read"))
 
 
 # ---------------------------------------------------------------------------------------------
 # verdicts
 # ---------------------------------------------------------------------------------------------
-
-OK = {"status": "ok", "problems": []}
-
-
-def judge(records_by_host, statuses=None, outlier_fraction=0.15):
-    statuses = statuses if statuses is not None else {host: OK for host in records_by_host}
-    return agg.judge_fleet(records_by_host, statuses, outlier_fraction)
 
 
 def verdict_and_reason(entries, host):
@@ -209,7 +225,7 @@ def test_groups_are_per_test_and_per_metric():
     ]
     assert verdict_and_reason(entries, "h4") == [("pass", "not compared: 1 measured in group (< 3)")]
     # Deliberate change (report schema 2): keys carry the fallback identity, rows min, max and basis.
-    assert agg.group_statistics(records_by_host) == [
+    assert groups_of(records_by_host) == [
         {"key": ["dd_seq_write", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 3, "median": 200e6,
          "mad": 0.0, "min": 200e6, "max": 200e6, "judged": True},
         {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 1, "median": 1.0,
@@ -233,9 +249,10 @@ def test_groups_are_per_test_and_per_metric():
      [("not_measured", "failed in task 'Read': fio exited 1")]),
 ])
 def test_host_problem_entries(case, status, has_records, expected):
-    entries = agg.host_problem_entries("h1", status, has_records)
+    records_by_host = {"h1": [write(200e6)]} if has_records else {}
+    entries = [entry for entry in judge(records_by_host, {"h1": status}) if entry["record"] is None]
     assert [(entry["verdict"], entry["reason"]) for entry in entries] == expected, case
-    assert all(entry["record"] is None and entry["test"] is None for entry in entries)
+    assert all(entry["host"] == "h1" and entry["test"] is None for entry in entries)
 
 
 def test_record_without_figures_is_not_measured():
@@ -270,8 +287,8 @@ def test_summary_counts_every_verdict_and_lists_failing_worst_first():
 
 @pytest.mark.parametrize("fraction", [0, 1, -0.1, 1.5, "0.15", None, True])
 def test_outlier_fraction_must_be_between_0_and_1(fraction):
-    with pytest.raises(ValueError):
-        agg.validate_outlier_fraction(fraction)
+    with pytest.raises(ValueError, match="outlier_fraction must be a number between 0 and 1"):
+        agg.make_settings(outlier_fraction=fraction)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,7 +352,7 @@ def disk(rate, model="ST4000NM0035", firmware="TN04", size_bytes=4000787030016, 
     ("test only", disk(1.0), "test", ("dd_seq_write",)),
 ])
 def test_peer_group_key(case, rec, peer_group, expected):
-    assert agg.peer_group_key(rec, peer_group) == expected, case
+    assert group_key(rec, peer_group) == expected, case
 
 
 def test_disks_are_judged_against_their_own_model_only():
@@ -343,9 +360,9 @@ def test_disks_are_judged_against_their_own_model_only():
     records_by_host = {"h%d" % index: [disk(200e6)] for index in range(3)}
     records_by_host.update({"s%d" % index: [disk(500e6, model="SAMSUNG MZ7LH960", size_bytes=960197124096, rotational=False)] for index in range(3)})
     assert {entry["verdict"] for entry in judge(records_by_host)} == {"pass"}
-    by_test = agg.judge_fleet(records_by_host, {host: OK for host in records_by_host}, settings=agg.make_settings(peer_group="test"))
+    by_test = judge(records_by_host, settings=agg.make_settings(peer_group="test"))
     assert sorted(entry["host"] for entry in by_test if entry["verdict"] == "outlier") == ["h0", "h1", "h2"]
-    rows = agg.group_statistics(records_by_host)
+    rows = groups_of(records_by_host)
     assert [(row["key"][1], row["basis"], row["measured"], row["min"], row["max"]) for row in rows] == [
         ("model=SAMSUNG MZ7LH960", "identity", 3, 500e6, 500e6), ("model=ST4000NM0035", "identity", 3, 200e6, 200e6)]
 
@@ -376,7 +393,7 @@ def test_robust_z(value, center, mad, expected):
 def test_robust_z_outliers(case, rates, min_deviation, expected):
     records_by_host = {"h%d" % index: [write(rate)] for index, rate in enumerate(rates)}
     settings = agg.make_settings(robust_z_min_deviation=min_deviation)
-    entries = agg.judge_fleet(records_by_host, {}, settings=settings)
+    entries = judge(records_by_host, settings=settings)
     assert verdict_and_reason(entries, "h4") == [expected], case
 
 
@@ -427,7 +444,7 @@ def test_invalid_records_are_judged_and_left_out_of_the_median():
     records_by_host = {"h1": [write(200e6)], "h2": [write(190e6)], "h3": [write(210e6)], "h4": [cached]}
     entries = judge(records_by_host)
     assert [entry["verdict"] for entry in entries if entry["host"] == "h4"] == ["invalid"]
-    assert agg.group_statistics(records_by_host)[0]["measured"] == 3
+    assert groups_of(records_by_host)[0]["measured"] == 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,7 +545,8 @@ def latency_record(host_iops, p99_ns):
     ("figure missing: limit skipped", "db1", record(test="fio_rand_read", block_size=4096, read_iops=20000.0), []),
 ])
 def test_rule_violations(case, host, rec, expected):
-    assert agg.rule_violations(host, rec, agg.validate_rules(RULES)) == expected, case
+    (entry,) = judge({host: [rec]}, acceptance=RULES)
+    assert [finding["reason"] for finding in entry["reasons"] if finding["verdict"] == "slow"] == expected, case
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,8 +581,7 @@ def test_baseline_must_be_a_report(baseline, message):
     ("faster: pass", 250e6, ("pass", "not compared: 1 measured in group (< 3)"), []),
 ])
 def test_regressed(case, rate, expected, notes):
-    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1")))
-    entry = agg.judge_fleet({"h1": [disk(rate, serial="ZC1")]}, {}, baseline=index)[0]
+    entry = judge({"h1": [disk(rate, serial="ZC1")]}, baseline=baseline_report(disk(200e6, serial="ZC1")))[0]
     assert (entry["verdict"], entry["reason"]) == expected, case
     assert entry["baseline_value"] == 200e6
     assert entry["deviation_from_baseline"] == pytest.approx(rate / 200e6 - 1)
@@ -572,18 +589,18 @@ def test_regressed(case, rate, expected, notes):
 
 def test_a_disk_without_serial_or_wwn_is_found_by_host_and_target():
     # Loop devices and many VM disks have neither: the same target path on the same host is the disk.
-    index = agg.baseline_index({"report_schema": 2, "results": [{"host": "h1", "record": disk(200e6)}]})
-    assert list(index) == [("host and target", "h1:/srv/d0", "dd_seq_write", "bytes_per_s")]
-    entry = agg.judge_fleet({"h1": [disk(150e6)]}, {}, baseline=index)[0]
+    baseline = {"report_schema": 2, "results": [{"host": "h1", "record": disk(200e6)}]}
+    assert list(agg.baseline_index(baseline)) == [("host and target", "h1:/srv/d0", "dd_seq_write", "bytes_per_s")]
+    entry = judge({"h1": [disk(150e6)]}, baseline=baseline)[0]
     assert (entry["verdict"], entry["reason"]) == ("regressed", "-25.0% vs baseline 200.0 MB/s (host and target h1:/srv/d0), limit -10%")
     # Another host's disk at the same path, and a disk that has a serial, are not matched by position.
-    assert agg.judge_fleet({"h2": [disk(150e6)]}, {}, baseline=index)[0]["notes"] == ["no baseline for this disk and test"]
-    assert agg.judge_fleet({"h1": [disk(150e6, serial="NEW")]}, {}, baseline=index)[0]["notes"] == ["no baseline for this disk and test"]
+    assert judge({"h2": [disk(150e6)]}, baseline=baseline)[0]["notes"] == ["no baseline for this disk and test"]
+    assert judge({"h1": [disk(150e6, serial="NEW")]}, baseline=baseline)[0]["notes"] == [
+        "no baseline for this disk and test"]
 
 
 def test_disk_missing_from_the_baseline_gets_a_note():
-    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1")))
-    entry = agg.judge_fleet({"h1": [disk(100e6, serial="OTHER")]}, {}, baseline=index)[0]
+    entry = judge({"h1": [disk(100e6, serial="OTHER")]}, baseline=baseline_report(disk(200e6, serial="ZC1")))[0]
     assert (entry["verdict"], entry["notes"], entry["baseline_value"]) == ("pass", ["no baseline for this disk and test"], None)
 
 
@@ -595,8 +612,7 @@ def test_worst_finding_wins_and_every_finding_is_kept():
     slow_cached = with_io(disk(100e6, serial="ZC9"), GIB, 0, 4096)
     slow_cached["samples"] = [50e6, 100e6, 150e6]
     records_by_host = {"h1": [disk(200e6)], "h2": [disk(200e6)], "h3": [disk(200e6)], "h4": [slow_cached]}
-    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC9")))
-    entries = agg.judge_fleet(records_by_host, {}, rules=agg.validate_rules(RULES), baseline=index)
+    entries = judge(records_by_host, acceptance=RULES, baseline=baseline_report(disk(200e6, serial="ZC9")))
     entry = next(entry for entry in entries if entry["host"] == "h4")
     assert entry["verdict"] == "invalid"
     assert [finding["verdict"] for finding in entry["reasons"]] == ["invalid", "slow", "regressed", "outlier", "unstable"]
@@ -661,6 +677,11 @@ def test_make_settings_rejects(kwargs, message):
 # compact judging for fleets: record facts, entries, report.json spelled without dicts
 # ---------------------------------------------------------------------------------------------
 
+def facts_of(records_by_host):
+    """What judge_report takes: {host: [(record, its record_facts)]}."""
+    return {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+
+
 def _every_kind_of_entry():
     """Records and statuses that give every verdict and every field shape an entry can have."""
     unstable = disk(201e6, serial="ZC5")
@@ -674,12 +695,14 @@ def _every_kind_of_entry():
     never_settled["steady_state"] = {"attained": False, "criterion": "iops:20%", "window_s": 10, "time_limit_s": 60,
                                      "iops_mean": 407.3, "max_deviation_percent": 63.2, "slope_excursion_percent": None,
                                      "iops": [150, 519, 600], "why_not": 'fio\'s "criterion"\n'}
+    no_direction = record()  # a dd rate bench_facts kept without a direction: named in the reason, not judged
+    no_direction["metrics"]["transfer_bytes_per_s"] = 49e6
     records_by_host = {
         "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable],
         "h2": [disk(205e6, serial="ZC3"), odd_samples, with_io(disk(198e6, serial="ZC4"), GIB, 0, GIB // 10)],
         "db1": [latency_record(9000.0, 2.5e6), quoted, by_wwn, disk(None, serial="ZC8", error="dd: I/O error\nline 2")],
         "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True),
-               never_settled],
+               never_settled, no_direction],
     }
     statuses = {host: OK for host in records_by_host}
     statuses["h4"] = {"status": "unreachable", "problems": [{"task": "W", "status": "unreachable", "message": "refused"}]}
@@ -690,7 +713,7 @@ def _every_kind_of_entry():
 
 def test_entry_json_parts_spell_every_entry_exactly_as_json_dumps():
     records_by_host, statuses, baseline = _every_kind_of_entry()
-    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+    facts_by_host = facts_of(records_by_host)
     _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
     assert {entry.verdict for entry in entries} == set(agg.VERDICTS) - {"outlier"}
     for entry in entries:
@@ -702,27 +725,34 @@ def test_entry_json_parts_spell_every_entry_exactly_as_json_dumps():
 def test_judge_report_is_build_report_without_the_dicts():
     records_by_host, statuses, baseline = _every_kind_of_entry()
     report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, acceptance=RULES, baseline=baseline, baseline_source="b")
-    shared: dict = {}
-    facts_by_host = {host: [(index, agg.record_facts(rec, shared)) for index, rec in enumerate(records)] for host, records in records_by_host.items()}
+    facts_by_host = {host: [(index, agg.record_facts(rec)) for index, rec in enumerate(records)]
+                     for host, records in records_by_host.items()}
     sections, entries = agg.judge_report(facts_by_host, statuses, {"playbook": "p"}, settings=agg.make_settings(), acceptance=RULES,
                                          baseline=baseline, baseline_source="b")
     assert sections["results"] == []
     assert {key: value for key, value in sections.items() if key != "results"} == {key: value for key, value in report.items() if key != "results"}
     assert [agg.entry_fields(entry) for entry in entries] == [{key: value for key, value in entry.items() if key != "record"} for entry in report["results"]]
+    # The judge reads the facts only, never Entry.record (the callback's is a place in its spool).
+    assert any(agg.entry_reason(entry).startswith("dd rate 49.0 MB/s of unknown direction") for entry in entries)
     # Entry.record is what the caller handed in: here the record's index in its host's list.
     assert [records_by_host[entry.host][entry.record] if entry.facts is not None else None for entry in entries] == [
         entry["record"] for entry in report["results"]]
+
+
+def compact(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def test_report_json_frame_one_entry_per_line():
     records_by_host, statuses, baseline = _every_kind_of_entry()
     report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, baseline=baseline)
     head, tail = agg.report_json_frame(report)
-    lines = [agg.json_compact(entry) for entry in report["results"]]
+    lines = [compact(entry) for entry in report["results"]]
     text = head + "".join(("\n" if index == 0 else ",\n") + line for index, line in enumerate(lines)) + tail
     assert json.loads(text) == json.loads(json.dumps(report))
-    assert text.splitlines()[:5] == ['{"baseline":' + agg.json_compact(report["baseline"]) + ",", '"groups":' + agg.json_compact(report["groups"]) + ",",
-                                     '"hosts":' + agg.json_compact(report["hosts"]) + ",", '"report_schema":2,', '"results":[']
+    assert text.splitlines()[:5] == ['{"baseline":' + compact(report["baseline"]) + ",",
+                                     '"groups":' + compact(report["groups"]) + ",",
+                                     '"hosts":' + compact(report["hosts"]) + ",", '"report_schema":2,', '"results":[']
     assert text.splitlines()[5:5 + len(lines)] == [line + "," for line in lines[:-1]] + [lines[-1]]
     assert text.endswith("}\n") and text.isascii()
     empty = agg.build_report({}, {}, {})
@@ -745,12 +775,10 @@ def test_record_facts_keep_nothing_of_the_record():
     assert facts.samples == (1.0, 2.0) and facts.target.firmware == ["odd", "list"]
 
 
-def test_shared_facts_keep_true_and_1_apart():
-    shared: dict = {}
+def test_facts_keep_true_and_1_apart():
     records_by_host = {"h1": [disk(200e6, model=None, rotational=True)], "h2": [disk(200e6, model=None, rotational=1)],
                        "h3": [disk(200e6, model=None, rotational=True)]}
-    facts_by_host = {host: [(rec, agg.record_facts(rec, shared)) for rec in records] for host, records in records_by_host.items()}
-    assert facts_by_host["h1"][0][1].target is facts_by_host["h3"][0][1].target
+    facts_by_host = facts_of(records_by_host)
     assert facts_by_host["h2"][0][1].target.rotational == 1 and facts_by_host["h2"][0][1].target.rotational is not True
     _sections, entries = agg.judge_report(facts_by_host, {}, {}, settings=agg.make_settings())
     assert {entry.host: entry.group for entry in entries} == {
@@ -764,17 +792,12 @@ def test_entry_json_parts_hold_a_record_slot_text_cannot_fake():
     records_by_host = {tricky + host: [dict(rec, target=dict(rec.get("target") or {}, path=tricky)) for rec in records]
                        for host, records in records_by_host.items()}
     statuses = {tricky + host: status for host, status in statuses.items()}
-    facts_by_host = {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
+    facts_by_host = facts_of(records_by_host)
     _report, entries = agg.judge_report(facts_by_host, statuses, {}, settings=agg.make_settings(), acceptance=RULES, baseline=baseline)
     for entry in entries:
         before, after = agg.entry_json_parts(entry)
         record_json = json.dumps(entry.record, sort_keys=True, separators=(",", ":"))
         assert before + record_json + after == json.dumps(agg.entry_dict(entry), sort_keys=True, separators=(",", ":"))
-
-
-@pytest.mark.parametrize("values", [[1.0], [3.0, 1.0], [5.0, 1.0, 2.0, 2.0], [2, 7, 1, 8, 2, 8], [1e9, -1e9, 0.1, 0.2, 0.3]])
-def test_median_and_mad_in_one_sort_each(values):
-    assert agg._median_and_mad(values) == (agg.median(values), agg.median_absolute_deviation(values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -796,8 +819,9 @@ def not_a_disk(rate, filesystem="tmpfs", **kwargs):
      "identity", ("dd_seq_write", "rotational=null")),
 ])
 def test_peer_group_key_of_targets_that_are_not_disks(case, rec, peer_group, expected):
-    assert agg.peer_group_key(rec, peer_group) == expected, case
-    assert agg.key_basis(expected) == ("not_a_disk" if "not_a_disk=" in expected[-1] else "test_rotational")
+    assert group_key(rec, peer_group) == expected, case
+    (row,) = groups_of({"h1": [rec]}, peer_group)
+    assert row["basis"] == ("not_a_disk" if "not_a_disk=" in expected[-1] else "test_rotational")
 
 
 @pytest.mark.parametrize("peer_group", ["identity", "test"])
@@ -807,13 +831,13 @@ def test_a_tmpfs_is_never_compared_with_disks(peer_group):
     records_by_host = {"h%d" % index: [disk(50e6, model=None, rotational=None)] for index in range(3)}
     records_by_host["odd"] = [not_a_disk(1e9)]
     settings = agg.make_settings(peer_group=peer_group)
-    entries = {entry["host"]: entry for entry in agg.judge_fleet(records_by_host, {}, settings=settings)}
+    entries = {entry["host"]: entry for entry in judge(records_by_host, settings=settings)}
     assert entries["odd"]["group"] == ["dd_seq_write", "not_a_disk=tmpfs"]
     assert entries["odd"]["reason"] == "not compared: 1 measured in group (< 3)"
     assert entries["odd"]["notes"] == ["not a disk (tmpfs): compared only with other tmpfs targets; acceptance rules "
                                        "and baseline are for disks and were not applied"]
     assert {entries["h%d" % index]["reason"] for index in range(3)} == {"+0.0% vs median 50.0 MB/s (n=3)"}
-    rows = {tuple(row["key"]): row for row in agg.group_statistics(records_by_host, peer_group)}
+    rows = {tuple(row["key"]): row for row in groups_of(records_by_host, peer_group)}
     assert rows[("dd_seq_write", "not_a_disk=tmpfs")]["basis"] == "not_a_disk"
     assert [row["measured"] for key, row in rows.items() if key != ("dd_seq_write", "not_a_disk=tmpfs")] == [3]
 
@@ -828,12 +852,12 @@ def test_targets_that_are_not_disks_are_grouped_by_filesystem_type():
 
 
 def test_rules_and_baseline_for_disks_are_not_applied_to_a_target_that_is_not_a_disk():
-    rules = agg.validate_rules({"rules": [{"match": {"test": "dd_seq_write"}, "min_write_mb_per_s": 2000}]})
+    rules = {"rules": [{"match": {"test": "dd_seq_write"}, "min_write_mb_per_s": 2000}]}
     slow_disk, tmpfs = disk(100e6, serial="ZC1"), not_a_disk(1e9)
     tmpfs["target"]["serial"] = "ZC1"   # even a serial (never there in practice) does not tie it to a disk
-    index = agg.baseline_index(baseline_report(disk(200e6, serial="ZC1"), not_a_disk(5e9)))
-    assert index == {("serial", "ZC1", "dd_seq_write", "bytes_per_s"): 200e6}
-    judged = agg.judge_fleet({"disk": [slow_disk], "odd": [tmpfs]}, {}, rules=rules, baseline=index)
+    baseline = baseline_report(disk(200e6, serial="ZC1"), not_a_disk(5e9))
+    assert agg.baseline_index(baseline) == {("serial", "ZC1", "dd_seq_write", "bytes_per_s"): 200e6}
+    judged = judge({"disk": [slow_disk], "odd": [tmpfs]}, acceptance=rules, baseline=baseline)
     entries = {entry["host"]: entry for entry in judged}
     assert entries["disk"]["verdict"] == "slow"
     assert entries["odd"]["verdict"] == "pass" and entries["odd"]["baseline_value"] is None

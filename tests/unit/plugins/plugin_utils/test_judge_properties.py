@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Random fleets through the judge (plugin_utils/_aggregate.build_report): what must hold for any fleet.
+"""Random fleets through the judge (plugin_utils/_aggregate.build_report, the filter's entry point, and
+judge_report, the callback's: both judge through judge_entries): what must hold for any fleet.
 
 Every record is judged exactly once; every host appears; an entry's verdict is its worst finding
 (verdict precedence) and the entries come worst first; each peer group's median, MAD, count, min
@@ -122,3 +123,19 @@ def test_group_figures_are_those_of_the_group_s_members(fleet):
         assert group["median"] == statistics.median(values)
         assert group["mad"] == statistics.median([abs(value - group["median"]) for value in values])
         assert (group["min"], group["max"]) == (min(values), max(values))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(fleets())
+def test_the_callback_s_entry_point_judges_as_the_filter_s(fleet):
+    """The callback hands judge_report each record's facts and its place in the spool, never the record."""
+    report, records_by_host, statuses = _judged(fleet)
+    facts_by_host = {host: [((host, index), agg.record_facts(record)) for index, record in enumerate(records)]
+                     for host, records in records_by_host.items()}
+    sections, entries = agg.judge_report(facts_by_host, statuses, {"playbook": "p"}, settings=agg.make_settings())
+    assert sections == dict(report, results=[])
+    places = [entry.record for entry in entries]
+    assert [None if place is None else records_by_host[place[0]][place[1]] for place in places] == [
+        entry["record"] for entry in report["results"]]
+    assert [agg.entry_fields(entry) for entry in entries] == [
+        {key: value for key, value in entry.items() if key != "record"} for entry in report["results"]]

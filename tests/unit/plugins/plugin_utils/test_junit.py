@@ -133,7 +133,7 @@ def _element_tree_junit(rep):
             "hostname": junit.xml_text(run.get("controller_hostname") or "localhost"), "tests": str(len(items)),
             "failures": str(sum(1 for item in items if item["verdict"] in junit.FAILURE_VERDICTS)),
             "errors": str(sum(1 for item in items if item["verdict"] in junit.ERROR_VERDICTS)), "skipped": "0",
-            "time": "%.3f" % sum(junit._seconds(item) for item in items)})
+            "time": "%.3f" % sum(_seconds(item) for item in items)})
         properties = ET.SubElement(suite, "properties")
         pairs = [("host_status", ((rep.get("hosts") or {}).get(host) or {}).get("status"))]
         pairs += [("run." + key, run.get(key)) for key in junit.RUN_PROPERTIES if run.get(key) is not None]
@@ -141,8 +141,9 @@ def _element_tree_junit(rep):
             ET.SubElement(properties, "property", {"name": name, "value": junit.xml_text(value)})
         out = []
         for item in items:
-            name = junit.testcase_name(item)
-            case = ET.SubElement(suite, "testcase", {"name": junit.xml_text(name), "classname": junit.xml_text(host), "time": "%.3f" % junit._seconds(item)})
+            name = junit.case_name(item.get("test"), item.get("target_path"))
+            case = ET.SubElement(suite, "testcase", {"name": junit.xml_text(name), "classname": junit.xml_text(host),
+                                                     "time": "%.3f" % _seconds(item)})
             if item["verdict"] in junit.FAILURE_VERDICTS + junit.ERROR_VERDICTS:
                 child = ET.SubElement(case, "failure" if item["verdict"] in junit.FAILURE_VERDICTS else "error",
                                       {"type": item["verdict"], "message": junit.xml_text(item.get("reason"))})
@@ -173,15 +174,21 @@ def test_streamed_text_is_what_element_tree_wrote():
         parse(text)
 
 
-def test_writer_add_case_is_add_of_the_entry():
+def _seconds(item):
+    record = item.get("record")
+    return junit.seconds_of(record.get("seconds") if isinstance(record, dict) else None)
+
+
+def test_a_writer_spells_what_it_is_given_with_its_own_fields_of():
+    """The callback hands the writer compact entries and its own fields_of: the same file."""
     rep = _varied_report()
-    by_entry, by_fields = junit.JunitWriter(rep), junit.JunitWriter(rep)
-    for item in rep["results"]:
-        by_entry.add(item)
-        by_fields.add_case(item["host"], item.get("test"), item.get("target_path"), junit._seconds(item), item["verdict"], item.get("reason"),
-                           [(f["verdict"], f["reason"]) for f in item["reasons"]], item["notes"])
-    chunks_entry, chunks_fields = [], []
+    by_entry = junit.JunitWriter(rep)
+    by_index = junit.JunitWriter(rep, lambda index: junit.entry_fields(rep["results"][index]))
+    for index, item in enumerate(rep["results"]):
+        by_entry.add(item["host"], item)
+        by_index.add(item["host"], index)
+    chunks_entry, chunks_index = [], []
     by_entry.write(chunks_entry.append)
-    by_fields.write(chunks_fields.append)
+    by_index.write(chunks_index.append)
     # Written a testsuite at a time, never one string.
-    assert len(chunks_entry) > 4 and "".join(chunks_entry) == "".join(chunks_fields) == junit.render_junit(rep)
+    assert len(chunks_entry) > 4 and "".join(chunks_entry) == "".join(chunks_index) == junit.render_junit(rep)

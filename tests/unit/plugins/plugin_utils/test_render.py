@@ -540,29 +540,34 @@ def test_beyond_the_limit_passes_are_counted_not_listed():
     assert "Only results that are not pass. Throughput per disk" in page
 
 
-def test_summarised_listing_renders_the_same_pages_as_the_full_report():
+def test_a_listing_built_entry_by_entry_renders_the_same_pages_as_the_full_report():
     """What the callback does at fleet scale: the pages from the entries that are not pass, the
-    pass entries counted by pass_key and each test's first record, without a dict per pass entry."""
+    pass entries counted and each test's first record, without a dict per pass entry (here each
+    entry is named by its index, as the callback names a record by its place in the spool)."""
     report = _fleet_report(60, slow=("n003", "n031"), unreachable=("zz-down",))
-    listed = [entry for entry in report["results"] if entry["verdict"] != "pass"]
-    pass_counts, test_records = {}, {}
-    for entry in report["results"]:
-        if entry["record"] is not None:
-            test_records.setdefault(entry["test"], entry["record"])
-        if entry["verdict"] == "pass":
-            key = render.pass_key(entry["test"], entry["group"], entry["primary_metric"]["name"])
-            pass_counts[key] = pass_counts.get(key, 0) + 1
-    listing = render.summarised_listing(listed, len(report["results"]), pass_counts, test_records)
+    results = report["results"]
+    builder = render.ListingBuilder(len(results))
+    for index, entry in enumerate(results):
+        builder.add(index, entry["verdict"], entry["test"], entry["group"], (entry["primary_metric"] or {}).get("name"),
+                    index if entry["record"] is not None else None)
+    assert builder.summarised and len(builder.listed) < len(results)
+    listing = builder.listing([results[index] for index in builder.listed],
+                              {test: results[index]["record"] for test, index in builder.test_records.items()})
     assert listing == render.listing_of(report)
+    listed = [entry for entry in results if entry["verdict"] != "pass"]
     view = dict(report, results=listed)
     assert render.render_markdown(view, listing) == render.render_markdown(report)
     assert render.render_html(view, listing) == render.render_html(report)
     chunks = []
     render.write_html(view, chunks.append, listing)
     assert len(chunks) > 10 and "".join(chunks) == render.render_html(report)
-    # A small report is listed whole, whatever the caller counted.
+    # A small report is listed whole, pass entries included.
     small = _fleet_report(3)
-    assert render.summarised_listing(small["results"], len(small["results"]), {("x", (), "y"): 1}, {}) == render.listing_of(small)
+    builder = render.ListingBuilder(len(small["results"]))
+    for entry in small["results"]:
+        builder.add(entry, entry["verdict"], entry["test"], entry["group"], "iops", entry["record"])
+    assert builder.listing(builder.listed, {}) == render.listing_of(small)
+    assert not builder.pass_counts and not builder.test_records
 
 
 def test_charts_draw_the_worst_chart_limit_results():
