@@ -50,6 +50,16 @@ def device_number(path: str) -> Optional[Tuple[int, int]]:
         return os.major(number), os.minor(number)
 
 
+def node_rdev(path: str) -> Optional[int]:
+    """st_rdev of path when it is a block device node (symlinks followed: /dev/mapper and /dev/disk names),
+    else None (missing, a regular file, tmpfs)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_rdev if stat.S_ISBLK(info.st_mode) else None
+
+
 def whole_disk_for(major: int, minor: int, sys_root: str = SYS_ROOT) -> Optional[str]:
     """Kernel name of the whole disk behind MAJ:MIN ('sda' for sda1), None when it is no block device
     (tmpfs, overlay, btrfs subvolumes and other anonymous devices have no /sys/dev/block entry)."""

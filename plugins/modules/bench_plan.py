@@ -442,7 +442,7 @@ def filesystem_of(module, path):
         return None
     # A source that is no absolute path (tmpfs, server:/export) names no file: never stat'ed.
     source = mount["source"]
-    return _filesystems.classify_mount(mount, source.startswith("/") and block_device_number(source) is not None)
+    return _filesystems.classify_mount(mount, source.startswith("/") and _blockdev.node_rdev(source) is not None)
 
 
 def allow_non_disk(module, index, target):
@@ -456,15 +456,6 @@ def allow_non_disk(module, index, target):
         module.fail_json(msg="targets[%d].allow_non_disk must be true or false, got %r" % (index, value), run_dirs=[])
 
 
-def block_device_number(path):
-    """st_rdev of path when it is a block device node, else None (missing, not a block device)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_rdev if stat.S_ISBLK(info.st_mode) else None
-
-
 def granted_class(classes, rdev):
     """(class, grant) the discover role granted the device node rdev (keys may be any path of the node).
 
@@ -474,7 +465,7 @@ def granted_class(classes, rdev):
     for key, value in (classes or {}).items():
         grant = value if isinstance(value, dict) else None
         granted = grant.get("class") if grant is not None else value
-        if granted in RAW_CLASSES and isinstance(key, str) and block_device_number(key) == rdev:
+        if granted in RAW_CLASSES and isinstance(key, str) and _blockdev.node_rdev(key) == rdev:
             found.setdefault(granted, grant)
     # Two names of one device with different classes: the lesser one.
     for granted in ("raw_read", "raw_write"):

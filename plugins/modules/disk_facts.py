@@ -536,7 +536,7 @@ import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _discover, _filesystems
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _filesystems
 from ansible_collections.diskproof.fleet.plugins.module_utils import _identity
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.blkid import blkid_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
@@ -581,13 +581,8 @@ def exclusive_open(path):
 
 def block_dev(path):
     """'MAJ:MIN' of a block device node, None for anything else."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISBLK(info.st_mode):
-        return None
-    return "%d:%d" % (os.major(info.st_rdev), os.minor(info.st_rdev))
+    rdev = _blockdev.node_rdev(path)
+    return None if rdev is None else "%d:%d" % (os.major(rdev), os.minor(rdev))
 
 
 class Discovery(object):

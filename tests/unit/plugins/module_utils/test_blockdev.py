@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -137,3 +138,18 @@ def _fake_stat(table):
         raise FileNotFoundError(path)
 
     return fake
+
+
+def test_node_rdev_is_the_device_number_of_block_device_nodes_only(tmp_path):
+    regular = tmp_path / "file"
+    regular.write_bytes(b"x")
+    (tmp_path / "link").symlink_to(regular)
+    assert _blockdev.node_rdev(str(regular)) is None
+    assert _blockdev.node_rdev(str(tmp_path / "link")) is None
+    assert _blockdev.node_rdev(str(tmp_path / "missing")) is None
+    assert _blockdev.node_rdev("/dev/null") is None   # a character device
+    # Any block device node of this machine, only stat'ed (nothing is opened or read).
+    nodes = [entry.path for entry in os.scandir("/dev") if stat.S_ISBLK(entry.stat(follow_symlinks=False).st_mode)]
+    if not nodes:
+        pytest.skip("no block device node under /dev")
+    assert _blockdev.node_rdev(nodes[0]) == os.stat(nodes[0]).st_rdev
