@@ -9,8 +9,8 @@ module and its module_utils, checking its arguments) before it does any work.
 Each module's payload is built by ansible-core's own module_common.modify_module, exactly as a task
 would ship it (ZIP_DEFLATED, the interpreter /usr/bin/python3), written to a scratch file and run
 --runs times with one argument no module has: every module then stops at argument validation
-("Unsupported parameters") before it reads or runs anything, so the time is the part of every call
-that is not the module's work. Prints payload bytes and the median and minimum CPU (user + system) per
+("Unsupported parameters", or a required option missing) before it reads or runs anything, so the
+time is the part of every call that is not the module's work. Prints payload bytes and the median and minimum CPU (user + system) per
 start. --before CHECKOUT measures another checkout of the collection the same way, interleaved run
 by run, for a before/after table.
 
