@@ -1,3 +1,4 @@
+# -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Waiting for an exclusive flock, the one loop of the quiesce state directory's mutex (_state_dir) and the report

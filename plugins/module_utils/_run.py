@@ -62,7 +62,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _qui
 
 
 class RunError(Exception):
-    """Something the runner cannot work with (unreadable tool output, unusable cgroup layout)."""
+    """Something the runner cannot work with: a command it cannot start, a write cache it cannot read."""
 
 
 # ---------------------------------------------------------------------------------------------
