@@ -9,24 +9,18 @@ benchmark's own business (docs/benchmarks.md).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "callback_scale.py"
 HOSTS = 50
 RESULTS_PER_HOST = 12
 
 
 @pytest.fixture(scope="module")
-def callback_scale():
-    spec = importlib.util.spec_from_file_location("callback_scale", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def callback_scale(load_benchmark):
+    return load_benchmark("callback_scale")
 
 
 def _run(callback_scale, report_dir, monkeypatch, *extra):

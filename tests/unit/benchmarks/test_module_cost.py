@@ -7,7 +7,6 @@ The figures are the benchmark's business (docs/benchmarks.md)."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 import json
 import os
@@ -22,11 +21,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def module_cost():
-    spec = importlib.util.spec_from_file_location("module_cost", ROOT / "benchmarks" / "module_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def module_cost(load_benchmark):
+    return load_benchmark("module_cost")
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="the payloads run with /usr/bin/python3")

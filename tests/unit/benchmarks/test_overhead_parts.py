@@ -7,7 +7,6 @@ and the wall-time split by phase. The figures are the benchmark's business (docs
 from __future__ import annotations
 
 import configparser
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -21,11 +20,8 @@ ORDER = ["fio_rand_read", "fio_rand_read", "fio_rand_write", "fio_rand_write", "
 
 
 @pytest.fixture(scope="module")
-def overhead():
-    spec = importlib.util.spec_from_file_location("overhead", ROOT / "benchmarks" / "overhead.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def overhead(load_benchmark):
+    return load_benchmark("overhead")
 
 
 def sections(text: str) -> configparser.ConfigParser:
