@@ -1,11 +1,12 @@
 """Raw block-device targets end to end: playbooks/validate.yml (discover first, which grants raw_read)
-on a lab disk that carries no filesystem (256 MiB at 50 MiB/s and 200 IOPS), read tests run on the
+on a lab disk that carries no filesystem (1 GiB at 50 MiB/s and 200 IOPS), read tests run on the
 device node itself, and nothing is ever written to it.
 
 - check mode with the standard profile: the plan names the raw device, runs its read tests and
   skips the others with the reason (writes need raw_write, the rest a filesystem); nothing runs.
 - dd_seq_read, zcav_sweep and fio_rand_read: figures within 10 % of the throttle, the ZCAV sweep
-  covers the device from offset 0 to its end, the device counters saw the reads and no write, and
+  covers the device from offset 0 to its end in 16 reads of 64 MiB (braw_lab.yml says why that
+  long: the lab's throttle credits the idle time between two dd runs), the device counters saw the reads and no write, and
   the device's sha256 is unchanged.
 - a write test asked for on that raw_read device: the plan refuses it, naming the interlock,
   before any test ran.
@@ -33,7 +34,7 @@ HOST = "braw-n01"
 INVENTORY = Path("/run/diskproof-lab") / LAB / "inventory.yml"
 VALIDATE = REPO / "playbooks" / "validate.yml"
 MIB = 1 << 20
-DISK_BYTES = 256 * MIB
+DISK_BYTES = 1024 * MIB
 RATE = 50 * MIB
 IOPS = 200
 
@@ -93,7 +94,7 @@ def test_check_mode_plans_the_read_tests_on_the_device_and_says_why_the_others_a
     assert rc == 0, output[-3000:]
     device = braw["device"]
     assert "profile standard: 5 tests, 5 jobs" in output
-    assert ("%s: raw device %s (raw_read), 256.0 MiB, logical block 512 B: tests run on the device node" % (device, device)
+    assert ("%s: raw device %s (raw_read), 1.0 GiB, logical block 512 B: tests run on the device node" % (device, device)
             in output)
     assert ("%s (raw_read): skipped dd_seq_write_direct, fio_seq_write, fio_rand_write, fio_rand_write_qd1, "
             "fio_mixed_70_30, fio_commit_rate: they write to the device" % device) in output
