@@ -419,7 +419,7 @@ def run_lab(args: argparse.Namespace) -> int:
         sampler = Sampler({disk["device"]: disk["major_minor"] for disk in lab_disks(inventory).values()
                            if disk.get("device") and disk.get("major_minor")})
         sampler.start()
-        extra: Dict[str, Any] = {"benchmark_profile": args.profile, "benchmark_fio_runtime_s": args.runtime}
+        extra: Dict[str, Any] = {"diskproof_profile": args.profile, "benchmark_fio_runtime_s": args.runtime}
         if args.repeats:
             extra["benchmark_repeats"] = args.repeats
         if args.tests:

@@ -84,7 +84,7 @@ def diskproof_round(directory: str, fence: int, runtime: int, runs: int, report_
     # tests run as the hand-run dd does: with the whole page cache of this machine.
     sizing = {"diskproof_cache_fence_bytes": fence} if fenced else {"diskproof_memory_bytes": fence}
     extra = {"diskproof_hosts": "localhost", "diskproof_targets": [{"path": directory}], "diskproof_become": False,
-             **sizing, "benchmark_profile": "quick", "benchmark_repeats": runs,
+             **sizing, "diskproof_profile": "quick", "benchmark_repeats": runs,
              "benchmark_max_repeats": runs, "benchmark_fio_runtime_s": runtime,
              # This machine's own services and load are not ours to judge: no idle wait failure.
              "quiesce_state_dir": os.path.join(directory, "state"), "quiesce_idle_on_timeout": "continue",

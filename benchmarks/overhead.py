@@ -190,7 +190,7 @@ def run_validate(inventory: pathlib.Path, out: pathlib.Path, extra: Dict[str, An
     control = tempfile.mkdtemp(prefix="diskproof-overhead-cp-")   # fresh ssh masters: each run connects anew
     env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(root / "ansible.cfg"),
                DISKPROOF_REPORT_DIR=str(report_dir), ANSIBLE_NOCOLOR="1", PHASE_CLOCK_FILE=str(clock),
-               ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
+               PHASE_CLOCK_CPUACCT=str(lab_cpu.path), ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
                ANSIBLE_CALLBACKS_ENABLED="diskproof.fleet.report,phase_clock", ANSIBLE_SSH_CONTROL_PATH_DIR=control)
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(root / "playbooks" / "validate.yml"),
             "-e", json.dumps(extra)]
@@ -319,14 +319,32 @@ PARTS: List[Tuple[Tuple[str, ...], str]] = [
 OTHER_PART = "other tasks (identify, keep results, remove run dirs)"
 
 
+def part_of(name: str) -> str:
+    lowered = name.lower()
+    return next((part for words, part in PARTS if any(word in lowered for word in words)), OTHER_PART)
+
+
 def grouped(rows: List[Tuple[str, float]]) -> List[Tuple[str, float]]:
     """Phases summed into the parts of validate.yml, largest first."""
     groups: Dict[str, float] = {}
     for name, seconds in rows:
-        lowered = name.lower()
-        key = next((part for words, part in PARTS if any(word in lowered for word in words)), OTHER_PART)
+        key = part_of(name)
         groups[key] = groups.get(key, 0.0) + seconds
     return sorted(groups.items(), key=lambda item: -item[1])
+
+
+def lab_cpu_by_part(clock: Optional[Dict[str, Any]], count: int) -> Dict[str, float]:
+    """Lab-host CPU-seconds per host in each part of validate.yml: the lab's cpuacct counter as each task
+    started (phase_clock with $PHASE_CLOCK_CPUACCT), up to the next task's start. Empty without it."""
+    tasks = (clock or {}).get("tasks") or []
+    if not tasks or tasks[0].get("lab_cpu") is None:
+        return {}
+    ends = [task["lab_cpu"] for task in tasks[1:]] + [clock["lab_cpu"]]
+    parts: Dict[str, float] = {}
+    for task, end in zip(tasks, ends):
+        key = part_of(task["name"])
+        parts[key] = parts.get(key, 0.0) + (end - task["lab_cpu"]) / count
+    return parts
 
 
 def table(header: List[str], rows: List[List[str]], markdown: bool) -> str:
@@ -357,7 +375,7 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
         for scenario_name in scenarios:
             scenario = SCENARIOS[scenario_name]
             inventory, hosts = benchmark_inventory(out, scenario["mode"])
-            settings = {"benchmark_profile": "quick", "benchmark_tests": scenario["tests"],
+            settings = {"diskproof_profile": "quick", "benchmark_tests": scenario["tests"],
                         "benchmark_repeats": scenario["repeats"], "benchmark_max_repeats": scenario["repeats"],
                         "benchmark_fio_runtime_s": 10}
             settings.update(extra)
@@ -447,10 +465,12 @@ def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool
             continue
         middle = sorted(runs[kind], key=lambda run: run["wall"])[len(runs[kind]) // 2]
         parts = grouped(phases(middle["clock"], middle["launched"], middle["wall"]))
+        lab_cpu = lab_cpu_by_part(middle["clock"], count)
         if parts:
             text.append("\nWhere %s's %.1f s went (median round):\n" % (title, middle["wall"]))
-            text.append(table(["part", "s", "share"],
-                              [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"])]
+            text.append(table(["part", "s", "share", "lab host CPU-s per host"],
+                              [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"]),
+                                "%.2f" % lab_cpu[name] if name in lab_cpu else "-"]
                                for name, seconds in parts], markdown))
     return ratio, "\n".join(text)
 

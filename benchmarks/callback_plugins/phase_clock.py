@@ -4,7 +4,9 @@
 """Where the wall time of a playbook run goes, for benchmarks/overhead.py (not part of the collection).
 
 Writes JSON to $PHASE_CLOCK_FILE: the monotonic time the playbook started and ended, and per task
-its name, when it started, when its last host result arrived, and how many host results it got.
+its name, when it started, when its last host result arrived, how many host results it got, and the
+CPU-seconds used so far when it started: the controller's (this process and its reaped workers) and,
+with $PHASE_CLOCK_CPUACCT naming a cpuacct cgroup, the lab hosts'.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ description:
 
 import json
 import os
+import resource
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -38,7 +41,8 @@ class CallbackModule(CallbackBase):
         self.started = time.monotonic()
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self.tasks.append({"name": task.get_name(), "start": time.monotonic(), "last_result": None, "results": 0})
+        self.tasks.append({"name": task.get_name(), "start": time.monotonic(), "last_result": None, "results": 0,
+                           "cpu": controller_cpu(), "lab_cpu": lab_cpu()})
 
     def _result(self, *_args, **_kwargs):
         if self.tasks:
@@ -51,4 +55,20 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("PHASE_CLOCK_FILE")
         if path:
             with open(path, "w", encoding="utf-8") as handle:
-                json.dump({"started": self.started, "stats": time.monotonic(), "tasks": self.tasks}, handle)
+                json.dump({"started": self.started, "stats": time.monotonic(), "tasks": self.tasks,
+                           "cpu": controller_cpu(), "lab_cpu": lab_cpu()}, handle)
+
+
+def controller_cpu() -> float:
+    """User and system CPU-seconds of this process and the workers it has reaped (one per host and task)."""
+    own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+
+
+def lab_cpu():
+    """CPU-seconds of the cpuacct cgroup $PHASE_CLOCK_CPUACCT holds the lab hosts in, or None without it."""
+    path = os.environ.get("PHASE_CLOCK_CPUACCT")
+    if not path:
+        return None
+    with open(os.path.join(path, "cpuacct.usage"), encoding="utf-8") as handle:
+        return int(handle.read()) / 1e9

@@ -682,6 +682,19 @@ class CallbackModule(CallbackBase):
             self._play["report_play"] = True
             play.vars[REPORT_VARIABLE] = wrap_var(self._judge_for_report_play())
 
+    @staticmethod
+    def _deprecated_names(play, variable_manager, inventory) -> list:
+        """A warning per old variable name the user set: in extra vars, play vars, the inventory's
+        host and group variables, or the vars plugins' (group_vars/, host_vars/) of the play's first
+        host. Not the role defaults, which still define the old names (``get_vars`` without a play)."""
+        sources = [variable_manager.extra_vars, play.vars or {}]
+        sources.extend(group.vars for group in inventory.groups.values())
+        hosts = inventory.get_hosts(play.hosts)
+        sources.extend(host.vars for host in hosts)
+        if hosts:
+            sources.append(variable_manager.get_vars(host=hosts[0]))
+        return [warning for variables in sources for warning in _settings.deprecated_in(variables)]
+
     def _read_variables(self, play, variable_manager, inventory) -> bool:
         """Remember the report's variables this play sets (extra vars, play vars; for the report
         play also localhost's, where the report store's baseline is); True for the report play."""
@@ -696,7 +709,7 @@ class CallbackModule(CallbackBase):
             localhost_vars = variable_manager.get_vars(play=play, host=inventory.get_host("localhost"))
             if _settings.STORE_BASELINE_VARIABLE in localhost_vars:
                 play_vars[_settings.STORE_BASELINE_VARIABLE] = localhost_vars[_settings.STORE_BASELINE_VARIABLE]
-        for warning in _settings.deprecated_in(variable_manager.extra_vars) + _settings.deprecated_in(play.vars or {}):
+        for warning in self._deprecated_names(play, variable_manager, inventory):
             if warning not in self._deprecations_shown:
                 self._deprecations_shown.add(warning)
                 self._display.deprecated(warning, version=_settings.DEPRECATED_IN_VERSION, collection_name="diskproof.fleet")

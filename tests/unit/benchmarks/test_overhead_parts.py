@@ -71,3 +71,14 @@ def test_restore_is_not_counted_as_quiesce(overhead):
     restore = [task for task in clock["tasks"] if "Start exactly" in task["name"] or "'restore'" in task["name"]]
     assert len(restore) == 2
     assert groups["restore: start services, release the lock"] > 0
+
+
+def test_lab_cpu_by_part_adds_up_to_the_lab_counter(overhead):
+    clock = json.loads((FIXTURES / "clock-10-hosts-one-job-cpu.json").read_text())
+    parts = overhead.lab_cpu_by_part(clock, 10)
+    assert sum(parts.values()) == pytest.approx((clock["lab_cpu"] - clock["tasks"][0]["lab_cpu"]) / 10)
+    # The module calls are where the hosts spend CPU; a controller-only task (the plan shown) costs them none.
+    assert parts["the fio job (bench_run: fio, cache drop, device counters)"] == pytest.approx(0.622, abs=0.001)
+    assert parts["discover (disk_facts, safety class)"] == pytest.approx(0.303, abs=0.001)
+    assert set(parts) <= {part for _words, part in overhead.PARTS} | {overhead.OTHER_PART}
+    assert overhead.lab_cpu_by_part(json.loads((FIXTURES / "clock-2-hosts-one-job.json").read_text()), 2) == {}
