@@ -27,6 +27,7 @@ import ctypes.util
 import fcntl
 import os
 import select
+import shlex
 import signal
 import stat
 import subprocess
@@ -48,6 +49,10 @@ READ_EVENTS = select.POLLIN | select.POLLPRI | HANGUP_EVENTS
 
 class ControllerGone(Exception):
     """A watched descriptor hung up (the controller went away); the process group is already killed and reaped."""
+
+
+class TimedOut(Exception):
+    """The command ran past its time limit; the process group is already killed and reaped."""
 
 
 class Completed(NamedTuple):
@@ -192,23 +197,26 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None, watch: Sequence[int] = (),
-        grace_s: float = TERM_GRACE_S) -> Completed:
+        grace_s: float = TERM_GRACE_S, timeout_s: Optional[float] = None) -> Completed:
     """Run argv (no shell) in its own session; collect stdout and stderr; return when it has exited and its
-    group is empty. A hangup on a watched fd raises ControllerGone, any other exception raised while
-    waiting (a signal handler's) goes on unchanged - both only after the group was killed and reaped.
-    OSError when the command cannot be started."""
+    group is empty. A hangup on a watched fd raises ControllerGone, running past ``timeout_s`` raises TimedOut,
+    any other exception raised while waiting (a signal handler's) goes on unchanged - all only after the group
+    was killed and reaped. OSError when the command cannot be started."""
     process = subprocess.Popen(list(argv), executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, preexec_fn=child_setup(os.getpid()))
     chunks: Dict[int, List[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
     try:
-        gone = _collect(process, chunks, list(watch))
+        gone = _collect(process, chunks, list(watch), None if timeout_s is None else time.monotonic() + timeout_s)
         if gone:
             raise ControllerGone("the controller went away (fd %s hung up): %s was stopped"
                                  % (",".join(str(fd) for fd in gone), " ".join(argv)))
         strays = len(group_members(process.pid))
         if strays:
             kill_group(process, grace_s)
+    except TimedOut:
+        kill_group(process, grace_s)
+        raise TimedOut("%s did not end within %g s (it was stopped)" % (shlex.join(argv), timeout_s)) from None
     except BaseException:
         kill_group(process, grace_s)
         raise
@@ -219,9 +227,10 @@ def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str
     return Completed(process.returncode, out, err, process.pid, strays)
 
 
-def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int]) -> List[int]:
+def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int],
+             deadline: Optional[float] = None) -> List[int]:
     """Read the child's output until both pipes closed and the child exited; the watched fds that hung up (then
-    it stops at once), else []."""
+    it stops at once), else []. TimedOut when the monotonic clock passes ``deadline`` first."""
     poller = select.poll()
     open_pipes = set(chunks)
     for fd in open_pipes:
@@ -240,6 +249,8 @@ def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: L
                     open_pipes.discard(fd)
             elif events & HANGUP_EVENTS:
                 return [fd]
+        if deadline is not None and time.monotonic() >= deadline and process.poll() is None:
+            raise TimedOut()
         if process.poll() is not None:
             if not open_pipes:
                 return []

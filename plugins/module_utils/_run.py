@@ -49,12 +49,11 @@ from ._parse.records import (
     tool_errors,
 )
 from ._parse.errors import ParseError
-from ._parse.tool_version import parse_tool_version
 from ._parse.write_cache import parse_write_cache
 from ._fence import CacheFence, FenceError, fence_setup_advice, pid_alive, plan_fence, remove_stale_fences
 from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
-from ._tools import TOOL_VERSION_ARGS
 from ._tree import remove_tree
+from ._version_probe import ask_version
 from ._write_cache import write_cache_commands, write_cache_transport
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _identity, _paths
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
@@ -354,20 +353,6 @@ def drop_caches() -> None:
     except OSError as error:
         raise TaskFailed("drop_caches=true but the page cache cannot be dropped (%s: %s); run with become: true "
                          "on a host where /proc/sys is writable" % (_blockdev.DROP_CACHES, error))
-
-
-# How each tool prints its version (bonnie++ has no such option: its CSV carries the version).
-def ask_version(module: Any, binary: str, tool: str) -> Optional[str]:
-    """The version the program reports, asked and read the one way the discover and bench_plan modules do
-    (_tools.TOOL_VERSION_ARGS, _parse.tool_version); None when it is not in the table or does not say."""
-    program = os.path.basename(binary)
-    if program not in TOOL_VERSION_ARGS:
-        program = tool
-    args = TOOL_VERSION_ARGS.get(program)
-    if args is None:
-        return None
-    rc, stdout, stderr = module.run_command([binary] + args, environ_update=LOCALE_C, expand_user_and_vars=False)
-    return parse_tool_version(program, stdout, stderr) if rc == 0 else None
 
 
 class Job:
@@ -789,7 +774,9 @@ class Job:
         if any(result["tool_version"] for result in results):
             return None
         if not self.version_known:
-            self.version = ask_version(self.module, binary, tool)
+            self.version, problem = ask_version(binary, tool)
+            if problem:
+                self.warn("%s: the record's tool_version is null" % problem)
             self.version_known = True
         return self.version
 

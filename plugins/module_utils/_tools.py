@@ -5,7 +5,8 @@
 runs installed, in a version its commands work with?).
 
 How to ask a tool its version is defined once, in ``TOOL_VERSION_ARGS`` (discover reports it, bench_plan checks
-it, the evidence snapshot records it); ``_parse.tool_version`` reads the answer. A refusal also needs the package
+it, bench_run records it, the evidence snapshot keeps the raw answer); ``_version_probe.ask_version`` asks, with a
+time limit, and ``_parse.tool_version`` reads the answer. A refusal also needs the package
 that provides each tool on Debian/Ubuntu and on RHEL and derivatives, and the oldest version whose command line
 the plan's argv uses.
 """

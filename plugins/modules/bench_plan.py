@@ -337,7 +337,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import (
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.tool_version import parse_tool_version
+from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import ask_version
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -610,17 +610,16 @@ def attach_run_dirs(plan, records):
 
 
 def probe_tools(module, tools):
-    """tool -> {path, version}: each tool found as bench_facts finds it (get_bin_path) and asked its version the way
-    the discover role asks (the one table, _tools.TOOL_VERSION_ARGS)."""
+    """tool -> {path, version}: each tool found as bench_run finds it (get_bin_path) and asked its version the way
+    discover asks (_version_probe.ask_version)."""
     found = {}
     for tool in tools:
         path = module.get_bin_path(tool)
         version = None
-        args = _tools.TOOL_VERSION_ARGS.get(tool)
-        if path and args is not None:
-            _rc, out, err = module.run_command([path] + list(args), environ_update={"LANG": "C", "LC_ALL": "C"},
-                                               expand_user_and_vars=False)
-            version = parse_tool_version(tool, out, err)
+        if path:
+            version, problem = ask_version(path, tool)
+            if problem:
+                module.warn(problem)
         found[tool] = {"path": path, "version": version}
     return found
 

@@ -548,9 +548,9 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.os_release import parse_os_release
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.tool_version import parse_tool_version
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
+from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import ask_version
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
@@ -607,12 +607,13 @@ class Discovery(object):
 
     def tools(self):
         found = {}
-        for tool, args in TOOL_VERSION_ARGS.items():
+        for tool in TOOL_VERSION_ARGS:
             path = self.bin(tool)
             version = None
             if path:
-                _rc, out, err = self.run([path] + args)
-                version = parse_tool_version(tool, out, err)
+                version, problem = ask_version(path, tool)
+                if problem:
+                    self.module.warn("%s: its version is reported as unknown" % problem)
             found[tool] = {"path": path, "version": version}
         return found
 

@@ -126,6 +126,22 @@ def test_a_hangup_of_a_watched_pipe_kills_the_group_and_raises_controller_gone(t
     assert took < 0.5 + 0.5 + 2.0, took
 
 
+def test_running_past_the_time_limit_kills_the_whole_group_and_raises_timed_out(tmp_path):
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    with pytest.raises(_proc.TimedOut, match=r"(?s)^sh -c .* did not end within 0.5 s \(it was stopped\)$"):
+        _proc.run(["sh", "-c", STUBBORN_GROUP, "group", str(pids)], grace_s=0.5, timeout_s=0.5)
+    took = time.monotonic() - started
+    for pid in pids_in(pids, 2):
+        assert not alive(pid), pid      # the grandchild ignored SIGTERM: SIGKILL got it
+    assert 0.5 <= took < 0.5 + 0.5 + 2.0, took                # the limit, the grace, reaping
+
+
+def test_a_command_that_ends_within_its_limit_is_not_cut_short():
+    done = _proc.run(["sh", "-c", "sleep 0.2; echo done"], timeout_s=5)
+    assert (done.rc, done.stdout) == (0, b"done\n")
+
+
 def test_watch_takes_only_pipe_write_ends(tmp_path):
     reader, writer = os.pipe()
     with open(tmp_path / "file", "w") as handle:

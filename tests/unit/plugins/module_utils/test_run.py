@@ -576,30 +576,3 @@ def test_fence_setup_advice_follows_the_errno(error_number, advice):
     text = _fence.fence_setup_advice(error_number)
     assert advice in text
     assert ("become" in text) == (error_number in (errno.EACCES, errno.EPERM))
-
-
-class _VersionModule:
-    """Stand-in for AnsibleModule.run_command: answers the version question the way each program does."""
-
-    def __init__(self, answers):
-        self.answers, self.asked = answers, []
-
-    def run_command(self, argv, **options):
-        assert options == {"environ_update": {"LANG": "C", "LC_ALL": "C"}, "expand_user_and_vars": False}
-        self.asked.append(argv)
-        return self.answers[tuple(argv)]
-
-
-def test_ask_version_asks_and_reads_as_the_tool_table_says():
-    module = _VersionModule({
-        ("/usr/bin/sysbench", "--version"): (0, "sysbench 1.0.20 (using bundled LuaJIT 2.1.0-beta2)\n", ""),
-        ("/usr/bin/ioping", "-v"): (0, "ioping 1.3\n", ""),
-        ("/usr/sbin/bonnie++", "--version"): (1, "", "usage: bonnie++ ...\nVersion: 2.00a\n"),
-        ("/opt/bin/fio-3.33", "--version"): (0, "fio-3.33\n", ""),
-    })
-    assert _run.ask_version(module, "/usr/bin/sysbench", "sysbench") == "1.0.20"
-    assert _run.ask_version(module, "/usr/bin/ioping", "ioping") == "1.3"       # -v, not --version
-    assert _run.ask_version(module, "/usr/sbin/bonnie++", "bonnie") is None     # exit code 1: no version claimed
-    assert _run.ask_version(module, "/opt/bin/fio-3.33", "fio") == "3.33"       # a program name outside the table
-    assert _run.ask_version(module, "/usr/bin/true", "generic") is None         # nothing to ask
-    assert module.asked[-1] == ["/opt/bin/fio-3.33", "--version"] and len(module.asked) == 4

@@ -11,7 +11,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.diskproof.fleet.plugins.module_utils import _fence
+from ansible_collections.diskproof.fleet.plugins.module_utils import _fence, _version_probe
 from ansible_collections.diskproof.fleet.plugins.modules import bench_plan
 
 MIB = 1 << 20
@@ -47,6 +47,30 @@ def test_a_missing_tool_is_refused_naming_its_package(tmp_path, capsys, monkeypa
     assert "fio is not installed (not found in PATH or the sbin directories): install the package fio " \
            "(Debian/Ubuntu: apt-get install fio; RHEL and derivatives: dnf install fio)" in result["msg"]
     assert "dd is not installed" not in result["msg"] and os.listdir(tmp_path) == []
+
+
+def test_a_tool_that_never_answers_its_version_is_refused_not_waited_for(tmp_path, capsys, monkeypatch):
+    # Stand-in: an fio that hangs when asked its version (a binary on a dead network mount does); the probe's
+    # limit lowered from 10 s so the test is quick.
+    hanging = tmp_path / "bin" / "fio"
+    hanging.parent.mkdir()
+    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    real = AnsibleModule.get_bin_path
+
+    def hanging_fio(self, name, *args, **kwargs):
+        return str(hanging) if name == "fio" else real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", hanging_fio)
+    monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)
+    workdir = tmp_path / "target"
+    workdir.mkdir()
+    code, result = run_module(capsys, targets=[{"path": str(workdir)}], tests=["fio_rand_read"], memory_bytes=16 * MIB,
+                              reserve_min_bytes=0, cache_fence_bytes=0)
+    assert code == 1 and result["failed"] and result["run_dirs"] == [] and os.listdir(workdir) == []
+    assert "fio at %s did not report a version (fio --version)" % hanging in result["msg"], result["msg"]
+    assert result["tools"]["fio"] == {"path": str(hanging), "version": None}
+    assert "%s --version did not answer within 0.5 s (it was stopped)" % hanging in json.dumps(result["warnings"])
 
 
 @pytest.mark.requires_tools("fio")   # the quick profile's tools are probed
