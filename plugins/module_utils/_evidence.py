@@ -245,7 +245,8 @@ def pcie_link(disk: str, device_link: Optional[str], read_text: Callable[[str], 
 @dataclass
 class HostIO:
     """What a snapshot needs from the host; the module gives the real thing, tests a temporary tree."""
-    run: Runner                                           # argv -> (exit code, stdout, stderr); C locale, no shell
+    run: Runner                                           # argv -> (exit code, stdout, stderr); C locale, no shell;
+    #                                                       TimeoutError when it was stopped at a time limit
     which: Callable[[str], Optional[str]]                 # tool name -> absolute path, None when not installed
     read: Callable[[str], Optional[bytes]]                # file -> bytes, None when missing or unreadable
     write: Callable[[str, bytes], None]                   # path relative to the evidence dir -> bytes written
@@ -293,6 +294,11 @@ class _Snapshot:
         entry["started"] = utc_stamp(self.host.now())
         try:
             rc, stdout, stderr = self.host.run(entry["argv"])
+        except TimeoutError as error:   # stopped at the module's time limit: the message says so
+            entry["finished"] = utc_stamp(self.host.now())
+            entry["error"] = str(error)
+            self.problems.append(str(error))
+            return None, b""
         except OSError as error:
             entry["finished"] = utc_stamp(self.host.now())
             entry["error"] = "cannot run: %s" % error

@@ -170,6 +170,10 @@ notes:
     they fail, which shows as no SMART data and C(probe_failed).
   - Never writes. C(wipefs) runs with C(-n) (no-act), C(blkid) with C(-p -c /dev/null) (low-level probe, no
     cache file), C(smartctl) with C(-x) (reads logs; it does not start self-tests).
+  - A command that reads a disk (C(wipefs), C(blkid), C(smartctl), C(nvme)) is stopped after 60 s - a failing
+    disk can block it for minutes - and the disk is reported not probed (C(usage.probe_errors), so V(raw_write) is
+    refused as C(probe_failed)) or its C(smart)/C(nvme_smart_log) unavailable, with the command and the limit as
+    the message. Asking a tool its version is stopped after 10 s (the version is then null, with a warning).
   - C(memory_bytes) is the kernel's MemTotal. Lab hosts share their machine's memory; the lab's declared figure is
     the inventory variable C(diskproof_memory_bytes).
 seealso:
@@ -536,7 +540,7 @@ import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _filesystems
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _filesystems, _proc
 from ansible_collections.diskproof.fleet.plugins.module_utils import _identity
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.blkid import blkid_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
@@ -544,9 +548,9 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab impor
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.lsblk import parse_lsblk
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import nvme_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import nvme_result, nvme_unanswered
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.os_release import parse_os_release
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result, smartctl_unanswered
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
@@ -554,6 +558,9 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe imp
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
+# A probe that reads a disk (wipefs, blkid, smartctl, nvme) can block for minutes on a failing one (command
+# timeouts and retries in the kernel): past this it is stopped and the disk reported as not probed.
+PROBE_TIMEOUT_S = 60.0
 DEFAULT_MODE = {"path": "filesystem", "device": "raw_read"}
 
 
@@ -602,6 +609,17 @@ class Discovery(object):
         """(rc, stdout, stderr) of argv, no shell, C locale, text decoded leniently."""
         rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False, encoding=None)
         return rc, (out or b"").decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
+
+    def probe(self, argv):
+        """(rc, stdout, stderr) of a command that reads a disk, or (None, "", why) when it did not end within
+        PROBE_TIMEOUT_S (its process group is stopped) or could not start."""
+        try:
+            done = _proc.run(argv, env=dict(os.environ, **LOCALE_C), timeout_s=PROBE_TIMEOUT_S)
+        except _proc.TimedOut as error:
+            return None, "", str(error)
+        except OSError as error:
+            return None, "", "%s could not be started: %s" % (argv[0], error.strerror or error)
+        return done.rc, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
     # -- host -------------------------------------------------------------------------------------
 
@@ -701,7 +719,8 @@ class Discovery(object):
         if wipefs is None:
             probes[disk] = {"signatures": [], "ids": {}, "error": "wipefs is not installed"}
         else:
-            signatures, error = wipefs_result(*self.run([wipefs, "-n", "-J", path]))
+            rc, out, err = self.probe([wipefs, "-n", "-J", path])
+            signatures, error = ([], err) if rc is None else wipefs_result(rc, out, err)
             first = signatures[0] if signatures else {}
             probes[disk] = {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")},
                             "error": error}
@@ -710,8 +729,8 @@ class Discovery(object):
             if blkid is None:
                 probes[kname] = {"signatures": [], "ids": {}, "error": "blkid is not installed"}
                 continue
-            values, error = blkid_result(*self.run([blkid, "-p", "-c", "/dev/null", "-o", "export",
-                                                    topology.nodes[kname]["path"]]))
+            rc, out, err = self.probe([blkid, "-p", "-c", "/dev/null", "-o", "export", topology.nodes[kname]["path"]])
+            values, error = ({}, err) if rc is None else blkid_result(rc, out, err)
             signatures = []
             if values.get("TYPE"):
                 signatures.append({"device": kname, "offset": None, "type": values["TYPE"], "uuid": values.get("UUID"),
@@ -730,11 +749,13 @@ class Discovery(object):
         smart = None
         smartctl = self.bin("smartctl")
         if smartctl is not None:
-            smart = smartctl_result(*self.run([smartctl, "-j", "-x", node["path"]]))
+            rc, out, err = self.probe([smartctl, "-j", "-x", node["path"]])
+            smart = smartctl_unanswered(err) if rc is None else smartctl_result(rc, out, err)
         nvme = None
         nvme_bin = self.bin("nvme")
         if nvme_bin is not None and _discover.transport(node) == "nvme":
-            nvme = nvme_result(*self.run([nvme_bin, "smart-log", node["path"], "-o", "json"]))
+            rc, out, err = self.probe([nvme_bin, "smart-log", node["path"], "-o", "json"])
+            nvme = nvme_unanswered(err) if rc is None else nvme_result(rc, out, err)
         return smart, nvme
 
     def describe(self, view, disk, writable):

@@ -119,6 +119,9 @@ attributes:
     platforms: linux
 notes:
   - Run as root (C(become)) - smartctl, nvme-cli, hdparm and sdparm open the devices. Every command only reads.
+  - A command that does not end within 120 s (smartctl on a failing disk can block for minutes) is stopped with its
+    process group; C(commands.json) records it with no exit code and the error C(<command> did not end within 120 s
+    (it was stopped)), and the snapshot goes on.
   - Files and directories are written with modes 0600 and 0700 - serial numbers and logs are not for every user.
 seealso:
   - name: diskproof evidence bundle
@@ -227,11 +230,14 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _evidence
+from ansible_collections.diskproof.fleet.plugins.module_utils import _evidence, _proc
 from ansible_collections.diskproof.fleet.plugins.module_utils._evidence import EvidenceError
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_BLOCK = "/sys/block"
+# A command of the snapshot that reads a failing disk (smartctl, hdparm, nvme) can block for minutes: past this it
+# is stopped and the bundle records that it did not answer, which is evidence in itself.
+COMMAND_TIMEOUT_S = 120.0
 
 
 def read_file(path):
@@ -269,8 +275,11 @@ def host_io(module, root):
         return bins[name]
 
     def run(argv):
-        rc, out, err = module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False, encoding=None)
-        return rc, out or b"", err or b""
+        try:
+            done = _proc.run(argv, env=dict(os.environ, **LOCALE_C), timeout_s=COMMAND_TIMEOUT_S)
+        except _proc.TimedOut as error:
+            raise TimeoutError(str(error)) from None
+        return done.rc, done.stdout, done.stderr
 
     def device_link(disk):
         link = os.path.join(SYS_BLOCK, disk, "device")

@@ -76,3 +76,8 @@ def nvme_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
         return health
     message = (stderr.strip() or stdout.strip() or "(no output)").splitlines()[0]
     return {"available": False, "exit_status": rc, "messages": [printable(message, SOURCE_QUOTED_CHARS)]}
+
+
+def nvme_unanswered(why: str) -> Dict[str, Any]:
+    """nvme smart-log gave no answer (stopped at its time limit, or not started): unavailable, no exit status."""
+    return {"available": False, "exit_status": None, "messages": [printable(why, SOURCE_QUOTED_CHARS)]}

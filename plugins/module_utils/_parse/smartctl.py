@@ -161,6 +161,13 @@ def smartctl_result(rc: int, stdout: str, stderr: str) -> Dict[str, Any]:
         }
 
 
+def smartctl_unanswered(why: str) -> Dict[str, Any]:
+    """The health of a disk smartctl gave no answer for (stopped at its time limit, or not started): unavailable,
+    no exit status, the reason as its message."""
+    return {"available": False, "passed": None, "health": "unavailable", "exit_status": None, "exit_meanings": [],
+            "messages": [printable(why, SOURCE_QUOTED_CHARS)]}
+
+
 def _get(document: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(document, dict):

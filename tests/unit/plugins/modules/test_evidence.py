@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.modules import evidence
 
@@ -75,6 +76,33 @@ def test_snapshot_before_and_after_of_vda(tmp_path, capsys):
     code, after = run_module(capsys, state="snapshot", phase="after", dir=root, devices=["vda"])
     assert code == 0, after
     assert after["created"] is False and "after/vda/smartctl-x.txt" in after["files"]
+
+
+@pytest.mark.requires_tools("udevadm")
+@pytest.mark.requires_root("the kernel log of vda (dmesg under kernel.dmesg_restrict=1, or the journal)")
+def test_a_command_that_never_answers_is_stopped_and_recorded(tmp_path, capsys, monkeypatch):
+    # Stand-in: a smartctl that hangs, as on a failing disk (no disk here hangs), found in place of the real one
+    # by a patched PATH lookup; the limit lowered from 120 s so the test is quick.
+    hanging = tmp_path / "bin" / "smartctl"
+    hanging.parent.mkdir()
+    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    real = AnsibleModule.get_bin_path
+
+    def hanging_smartctl(self, name, *args, **kwargs):
+        return str(hanging) if name == "smartctl" else real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", hanging_smartctl)
+    monkeypatch.setattr(evidence, "COMMAND_TIMEOUT_S", 0.5)
+    code, result = run_module(capsys, state="snapshot", phase="before", dir=str(tmp_path / "ev"), devices=["vda"])
+    assert code == 0, result
+    commands = json.loads((tmp_path / "ev" / "before" / "commands.json").read_text())["commands"]
+    smartctl = [entry for entry in commands if entry.get("argv") and entry["argv"][0] == str(hanging)]
+    assert smartctl, commands
+    for entry in smartctl:   # each one stopped and written down; the rest of the snapshot was taken
+        assert entry["exit_code"] is None and entry["output"] is None
+        assert entry["error"] == "%s did not end within 0.5 s (it was stopped)" % " ".join(entry["argv"])
+    assert "before/vda/lsblk.json" in result["files"] and "before/vda/smartctl-x.txt" not in result["files"]
 
 
 def test_pack_writes_a_bundle_that_verifies(tmp_path, capsys):
