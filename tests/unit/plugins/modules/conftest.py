@@ -57,3 +57,28 @@ def module_side_of_ansible(monkeypatch):
     warnings._global_warnings.clear()
     yield
     warnings._global_warnings.clear()
+
+
+@pytest.fixture
+def hanging_programs(tmp_path, monkeypatch):
+    """hanging_programs(*names) -> {name: path}: stand-ins for programs that never answer (a failing disk's
+    smartctl, a binary on a dead network mount): shell scripts that sleep 60 s, found in place of the real
+    programs by AnsibleModule.get_bin_path (every other name is looked up as usual)."""
+    def install(*names):
+        directory = tmp_path / "hanging-bin"
+        directory.mkdir(exist_ok=True)
+        paths = {}
+        for name in names:
+            path = directory / name
+            path.write_text("#!/bin/sh\nexec sleep 60\n")
+            path.chmod(0o755)
+            paths[name] = str(path)
+        real = basic.AnsibleModule.get_bin_path
+
+        def get_bin_path(self, name, *args, **kwargs):
+            return paths[name] if name in paths else real(self, name, *args, **kwargs)
+
+        monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
+        return paths
+
+    return install

@@ -49,19 +49,10 @@ def test_a_missing_tool_is_refused_naming_its_package(tmp_path, capsys, monkeypa
     assert "dd is not installed" not in result["msg"] and os.listdir(tmp_path) == []
 
 
-def test_a_tool_that_never_answers_its_version_is_refused_not_waited_for(tmp_path, capsys, monkeypatch):
+def test_a_tool_that_never_answers_its_version_is_refused(tmp_path, capsys, monkeypatch, hanging_programs):
     # Stand-in: an fio that hangs when asked its version (a binary on a dead network mount does); the probe's
     # limit lowered from 10 s so the test is quick.
-    hanging = tmp_path / "bin" / "fio"
-    hanging.parent.mkdir()
-    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
-    hanging.chmod(0o755)
-    real = AnsibleModule.get_bin_path
-
-    def hanging_fio(self, name, *args, **kwargs):
-        return str(hanging) if name == "fio" else real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "get_bin_path", hanging_fio)
+    hanging = hanging_programs("fio")["fio"]
     monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)
     workdir = tmp_path / "target"
     workdir.mkdir()
@@ -69,7 +60,7 @@ def test_a_tool_that_never_answers_its_version_is_refused_not_waited_for(tmp_pat
                               reserve_min_bytes=0, cache_fence_bytes=0)
     assert code == 1 and result["failed"] and result["run_dirs"] == [] and os.listdir(workdir) == []
     assert "fio at %s did not report a version (fio --version)" % hanging in result["msg"], result["msg"]
-    assert result["tools"]["fio"] == {"path": str(hanging), "version": None}
+    assert result["tools"]["fio"] == {"path": hanging, "version": None}
     assert "%s --version did not answer within 0.5 s (it was stopped)" % hanging in json.dumps(result["warnings"])
 
 

@@ -2,10 +2,10 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """disk_facts on this machine's own disk (a directory target, read-only discovery) when the commands that read a
-disk never answer, as on a failing disk: each is stopped at the time limit and the disk is reported with what could
-not be read, instead of the module waiting for ever. The hanging wipefs and smartctl are stand-ins (shell scripts
-that sleep; no disk here hangs), found in place of the real ones by a patched PATH lookup; the limit is lowered
-from 60 s (and 10 s for the version question) so the test is quick."""
+disk never answer, as on a failing disk: each is stopped at its time limit and the disk is reported with what could
+not be read, instead of the module waiting for ever. The hanging wipefs and smartctl are stand-ins (conftest's
+hanging_programs: shell scripts that sleep; no disk here hangs); the limits are lowered from 60 s (and 10 s for
+the version question) so the test is quick."""
 from __future__ import annotations
 
 import json
@@ -14,25 +14,14 @@ import time
 
 import pytest
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.module_utils import _version_probe
 from ansible_collections.diskproof.fleet.plugins.modules import disk_facts
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="smartctl and wipefs open the disk: root")
-def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, monkeypatch):
-    stand_ins = tmp_path / "bin"
-    stand_ins.mkdir()
-    for name in ("wipefs", "smartctl"):
-        (stand_ins / name).write_text("#!/bin/sh\nexec sleep 60\n")
-        (stand_ins / name).chmod(0o755)
-    real = AnsibleModule.get_bin_path
-
-    def hanging_probes(self, name, *args, **kwargs):
-        return str(stand_ins / name) if name in ("wipefs", "smartctl") else real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "get_bin_path", hanging_probes)
+def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, monkeypatch, hanging_programs):
+    hanging = hanging_programs("wipefs", "smartctl")
     monkeypatch.setattr(disk_facts, "PROBE_TIMEOUT_S", 0.5)
     monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)   # the stand-in smartctl hangs on --version too
     target = tmp_path / "target"
@@ -47,8 +36,8 @@ def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, mon
     if not resolved["disks"]:
         pytest.skip("%s is not on a disk here" % tmp_path)
     disk = result["ansible_facts"]["diskproof_disks"][resolved["disks"][0]]
-    wipefs = "%s -n -J %s did not end within 0.5 s (it was stopped)" % (stand_ins / "wipefs", disk["path"])
-    smartctl = "%s -j -x %s did not end within 0.5 s (it was stopped)" % (stand_ins / "smartctl", disk["path"])
+    wipefs = "%s -n -J %s did not end within 0.5 s (it was stopped)" % (hanging["wipefs"], disk["path"])
+    smartctl = "%s -j -x %s did not end within 0.5 s (it was stopped)" % (hanging["smartctl"], disk["path"])
     assert disk["usage"]["probe_errors"] == ["%s: %s" % (disk["name"], wipefs)], disk["usage"]
     assert disk["smart"] == {"available": False, "passed": None, "health": "unavailable", "exit_status": None,
                              "exit_meanings": [], "messages": [smartctl]}
@@ -56,7 +45,7 @@ def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, mon
     # A directory target needs no signature probe to be granted: the discovery goes on and says what it missed.
     assert (resolved["class"], resolved["granted"]) == ("filesystem", True) and result["refusals"] == []
     assert took < 10, took   # three commands stopped at 0.5 s, not 2 × 60 s + 10 s
-    assert result["ansible_facts"]["diskproof_host"]["tools"]["smartctl"] == {"path": str(stand_ins / "smartctl"),
+    assert result["ansible_facts"]["diskproof_host"]["tools"]["smartctl"] == {"path": hanging["smartctl"],
                                                                               "version": None}
     assert ("%s --version did not answer within 0.5 s (it was stopped): its version is reported as unknown"
-            % (stand_ins / "smartctl")) in json.dumps(result["warnings"])
+            % hanging["smartctl"]) in json.dumps(result["warnings"])

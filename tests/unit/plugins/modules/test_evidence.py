@@ -12,7 +12,6 @@ import subprocess
 
 import pytest
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.modules import evidence
 
@@ -80,24 +79,15 @@ def test_snapshot_before_and_after_of_vda(tmp_path, capsys):
 
 @pytest.mark.requires_tools("udevadm")
 @pytest.mark.requires_root("the kernel log of vda (dmesg under kernel.dmesg_restrict=1, or the journal)")
-def test_a_command_that_never_answers_is_stopped_and_recorded(tmp_path, capsys, monkeypatch):
-    # Stand-in: a smartctl that hangs, as on a failing disk (no disk here hangs), found in place of the real one
-    # by a patched PATH lookup; the limit lowered from 120 s so the test is quick.
-    hanging = tmp_path / "bin" / "smartctl"
-    hanging.parent.mkdir()
-    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
-    hanging.chmod(0o755)
-    real = AnsibleModule.get_bin_path
-
-    def hanging_smartctl(self, name, *args, **kwargs):
-        return str(hanging) if name == "smartctl" else real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "get_bin_path", hanging_smartctl)
+def test_a_command_that_never_answers_is_stopped_and_recorded(tmp_path, capsys, monkeypatch, hanging_programs):
+    # Stand-in: a smartctl that hangs, as on a failing disk (no disk here hangs); the limit lowered from 120 s so
+    # the test is quick.
+    hanging = hanging_programs("smartctl")["smartctl"]
     monkeypatch.setattr(evidence, "COMMAND_TIMEOUT_S", 0.5)
     code, result = run_module(capsys, state="snapshot", phase="before", dir=str(tmp_path / "ev"), devices=["vda"])
     assert code == 0, result
     commands = json.loads((tmp_path / "ev" / "before" / "commands.json").read_text())["commands"]
-    smartctl = [entry for entry in commands if entry.get("argv") and entry["argv"][0] == str(hanging)]
+    smartctl = [entry for entry in commands if entry.get("argv") and entry["argv"][0] == hanging]
     assert smartctl, commands
     for entry in smartctl:   # each one stopped and written down; the rest of the snapshot was taken
         assert entry["exit_code"] is None and entry["output"] is None
