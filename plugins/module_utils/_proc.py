@@ -22,6 +22,7 @@ Linux-first (``/proc``, ``prctl``), stdlib only, no Ansible imports: tests reach
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import fcntl
@@ -32,7 +33,7 @@ import signal
 import stat
 import subprocess
 import time
-from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
 from ._parse.proc_pid_stat import fields_after_command
 
@@ -153,13 +154,23 @@ def _reap(process: subprocess.Popen) -> None:
         pass
 
 
+@contextlib.contextmanager
+def cancel_signals_held() -> Iterator[None]:
+    """The cancel signals wait (blocked) until the block is done, then act as they would have: a step that must
+    not be cut in half (killing a group, the renames of a store publish) is finished first. SIGKILL cannot wait."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CANCEL_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def kill_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S, wait_s: float = KILL_WAIT_S) -> List[int]:
     """SIGTERM to the process group of process, grace_s to end, SIGKILL to what is left, reap process and wait
     (up to wait_s) until no live member remains. Returns the PIDs still alive then (stuck in the kernel)."""
     pgid = process.pid
-    # No cancel signal may cut the kill short: they wait (blocked) until it is done.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, CANCEL_SIGNALS)
-    try:
+    # No cancel signal may cut the kill short.
+    with cancel_signals_held():
         _signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while group_members(pgid) and time.monotonic() < deadline:
@@ -179,8 +190,6 @@ def kill_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S, wait_s:
         except subprocess.TimeoutExpired:
             pass
         return group_members(pgid)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _signal_group(pgid: int, signum: int) -> None:

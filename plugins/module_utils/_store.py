@@ -8,7 +8,9 @@ stdlib only.
 Publishing is two steps. ``prepare_incoming`` makes ``<store>/.incoming/<run id>.tmp`` (the role copies the run's
 files into it); ``publish`` then, under an exclusive ``flock`` on ``<store>/.lock`` (sliced jobs publish at the
 same time), writes ``SHA256SUMS``, renames the directory to ``<store>/<run id>``, rewrites the index and moves
-the pointers - each step a rename, so a failure at any point leaves every earlier run as it was.
+the pointers - each step a rename, so a failure at any point leaves every earlier run as it was. A cancel signal
+(SIGTERM, SIGINT, SIGHUP) waits until the run directory, the index and the pointers have all moved; a run left out of
+the index by a SIGKILL in between is indexed again by the next publish.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
+from ansible_collections.diskproof.fleet.plugins.module_utils import _proc
 from ._flock import wait_for_flock
 
 INCOMING = ".incoming"
@@ -294,11 +297,14 @@ def read_index(store: str, warnings: List[str]) -> List[Dict[str, Any]]:
         return runs
 
 
-def rebuild_index(store: str) -> List[Dict[str, Any]]:
+def rebuild_index(store: str, skip: frozenset = frozenset()) -> List[Dict[str, Any]]:
+    """Index entries of the run directories (each with report.json and SHA256SUMS) not named in ``skip``, oldest
+    first; published is when SHA256SUMS was written."""
     runs = []
     for name in sorted(os.listdir(store)):
         run_dir = os.path.join(store, name)
-        if name in RESERVED or name.startswith(".") or os.path.islink(run_dir) or not os.path.isdir(run_dir):
+        if name in skip or name in RESERVED or name.startswith(".") or os.path.islink(run_dir) \
+                or not os.path.isdir(run_dir):
             continue
         if not os.path.isfile(os.path.join(run_dir, SUMS)):
             continue
@@ -306,6 +312,17 @@ def rebuild_index(store: str) -> List[Dict[str, Any]]:
             published = _utc(os.stat(os.path.join(run_dir, SUMS)).st_mtime)
             runs.append(index_entry(name, run_dir, read_report(os.path.join(run_dir, REPORT_JSON)), published))
     return sorted(runs, key=lambda run: run["published"])
+
+
+def adopt_unindexed(store: str, runs: List[Dict[str, Any]], warnings: List[str]) -> List[Dict[str, Any]]:
+    """The index's runs plus any run directory it does not name: what a publish killed with SIGKILL between its
+    rename and the index leaves (cancel signals wait for that step, SIGKILL cannot). Each one found is indexed
+    again, with a warning; oldest first."""
+    found = rebuild_index(store, frozenset(run["run_id"] for run in runs))
+    for run in found:
+        warnings.append("run %s was in the store but not in its index (a publish was killed before it wrote the "
+                        "index): indexed again" % run["run_id"])
+    return sorted(runs + found, key=lambda run: run["published"]) if found else runs
 
 
 def _cell(value: Any) -> str:
@@ -406,19 +423,22 @@ def publish(store: str, run_id: str, keep: int = 0, lock_timeout: float = 60.0,
         if os.path.lexists(run_dir):
             raise StoreError("the store %s already holds a run %s; a run directory is never replaced - publish "
                              "under another diskproof_report_store_run_id" % (store, run_id))
-        runs = [run for run in read_index(store, warnings) if run["run_id"] != run_id]
-        os.rename(source, run_dir)
-        _fsync_dir(store)
-        runs.append(entry)
-        if entry["passed"]:
-            last_pass = run_id
-        pruned = to_prune(runs, keep, [run_id, last_pass])
-        runs = [run for run in runs if run["run_id"] not in pruned]
-        write_index(store, runs)
-        point(store, LATEST, run_id)
-        if entry["passed"]:
-            point(store, LAST_PASS, run_id)
-        _fsync_dir(store)
+        runs = adopt_unindexed(store, [run for run in read_index(store, warnings) if run["run_id"] != run_id], warnings)
+        # The run directory, the index and the pointers change together: a cancel (AWX's SIGTERM, Ctrl-C) arriving
+        # now waits until they all have, so it never leaves a run in the store that the index does not name.
+        with _proc.cancel_signals_held():
+            os.rename(source, run_dir)
+            _fsync_dir(store)
+            runs.append(entry)
+            if entry["passed"]:
+                last_pass = run_id
+            pruned = to_prune(runs, keep, [run_id, last_pass])
+            runs = [run for run in runs if run["run_id"] not in pruned]
+            write_index(store, runs)
+            point(store, LATEST, run_id)
+            if entry["passed"]:
+                point(store, LAST_PASS, run_id)
+            _fsync_dir(store)
         for pruned_id in pruned:
             _remove_run(store, pruned_id, warnings)
         _sweep_incoming(store, time.time() if now is None else now, warnings)

@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -357,3 +358,59 @@ def test_two_processes_publishing_at_once_lose_no_run(tmp_path):
     latest = os.readlink(os.path.join(root, "latest"))
     assert latest == runs[-1]["run_id"]
     assert not [name for name in os.listdir(root) if name.startswith(".") and name not in (".incoming", ".lock")]
+
+
+# ---------------------------------------------------------------------------------------------
+# a publish cut short by a signal (a real forked process signals itself right after its run directory moved
+# into the store: the moment a cancel would leave a run the index does not name)
+
+
+def _publish_signalled_after_the_move(root: str, run_id: str, signum: int) -> None:
+    real_rename = os.rename
+
+    def rename_then_signal(source, target, *args, **kwargs):
+        real_rename(source, target, *args, **kwargs)
+        if target == os.path.join(root, run_id):
+            os.kill(os.getpid(), signum)
+
+    os.rename = rename_then_signal   # in the forked child only
+    incoming(root, run_id, True)
+    store.publish(root, run_id)
+    os._exit(0)   # pylint: disable=protected-access
+
+
+def publish_signalled(root: str, run_id: str, signum: int) -> int:
+    """Exit code of a forked process that publishes run_id and signals itself right after the move."""
+    process = multiprocessing.get_context("fork").Process(target=_publish_signalled_after_the_move,
+                                                          args=(root, run_id, signum))
+    process.start()
+    process.join(60)
+    return process.exitcode
+
+
+@pytest.mark.parametrize(("signum", "exit_code"), [
+    (signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP),
+    (signal.SIGINT, 1),   # Python's own handler: KeyboardInterrupt, raised when the signal is let through
+], ids=["TERM", "HUP", "INT"])
+def test_a_cancel_signal_during_publish_waits_until_the_index_and_pointers_name_the_run(tmp_path, signum, exit_code):
+    root = str(tmp_path / "store")
+    os.mkdir(root)
+    publish(root, "r1", True)
+    # The signal still ends the process, but only once the publish is whole.
+    assert publish_signalled(root, "r2", signum) == exit_code
+    assert [run["run_id"] for run in index(root)] == ["r1", "r2"]
+    assert os.readlink(os.path.join(root, "latest")) == "r2" and os.readlink(os.path.join(root, "last-pass")) == "r2"
+    assert os.listdir(os.path.join(root, ".incoming")) == []
+
+
+def test_a_run_a_sigkill_left_out_of_the_index_is_indexed_again_by_the_next_publish(tmp_path):
+    root = str(tmp_path / "store")
+    os.mkdir(root)
+    publish(root, "r1", True)
+    assert publish_signalled(root, "r2", signal.SIGKILL) == -signal.SIGKILL   # SIGKILL cannot wait
+    assert [run["run_id"] for run in index(root)] == ["r1"] and os.path.isdir(os.path.join(root, "r2"))
+    result = publish(root, "r3", False)
+    assert result["warnings"] == ["run r2 was in the store but not in its index (a publish was killed before it "
+                                  "wrote the index): indexed again"]
+    assert [run["run_id"] for run in index(root)] == ["r1", "r2", "r3"]
+    assert os.readlink(os.path.join(root, "latest")) == "r3" and os.readlink(os.path.join(root, "last-pass")) == "r1"
