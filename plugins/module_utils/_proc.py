@@ -33,7 +33,7 @@ import signal
 import stat
 import subprocess
 import time
-from typing import Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ._parse.proc_pid_stat import fields_after_command
 
@@ -44,6 +44,9 @@ KILL_WAIT_S = 10.0
 POLL_INTERVAL_S = 0.1
 # The signals the module turns into a cancel; a child starts with their default action again.
 CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# A command that reads a disk (wipefs, blkid, smartctl, nvme) can block for minutes on a failing one (command
+# timeouts and retries in the kernel): ``probe`` stops it after this, and the modules report the disk as not probed.
+DISK_PROBE_TIMEOUT_S = 60.0
 HANGUP_EVENTS = select.POLLERR | select.POLLHUP | select.POLLNVAL
 READ_EVENTS = select.POLLIN | select.POLLPRI | HANGUP_EVENTS
 
@@ -234,6 +237,20 @@ def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str
         process.stderr.close()
     out, err = (b"".join(chunks[fd]) for fd in chunks)
     return Completed(process.returncode, out, err, process.pid, strays)
+
+
+def probe(argv: Sequence[str], timeout_s: Optional[float] = None) -> Tuple[Optional[int], str, str]:
+    """(exit code, stdout, stderr) of a command that reads a disk, run in the C locale in its own process group,
+    output decoded leniently; (None, "", why) when it did not end within ``timeout_s`` (default
+    DISK_PROBE_TIMEOUT_S: it was stopped) or could not be started."""
+    limit = DISK_PROBE_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        done = run(argv, env=dict(os.environ, LANG="C", LC_ALL="C"), timeout_s=limit)
+    except TimedOut as error:
+        return None, "", str(error)
+    except OSError as error:
+        return None, "", "%s could not be started: %s" % (argv[0], error.strerror or error)
+    return done.rc, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
 
 def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int],

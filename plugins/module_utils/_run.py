@@ -596,10 +596,9 @@ class Job:
                 if wipefs is None:
                     signature_errors[name] = "wipefs is not installed"
                     continue
-                # The probe discover made (wipefs -n: no-act, reads only).
-                rc, out, err = self.module.run_command([wipefs, "-n", "-J", "/dev/" + name],
-                                                       environ_update={"LANG": "C", "LC_ALL": "C"})
-                signatures[name], signature_errors[name] = wipefs_result(rc, out, err)
+                # The probe discover made (wipefs -n: no-act, reads only), with its time limit.
+                rc, out, err = _proc.probe([wipefs, "-n", "-J", "/dev/" + name])
+                signatures[name], signature_errors[name] = ([], err) if rc is None else wipefs_result(rc, out, err)
         problems = _identity.verify_grant(grant, observed, mountinfo, signatures, signature_errors, exclusive_error)
         if problems:
             raise TaskFailed(_identity.refusal_message(grant, problems))

@@ -11,6 +11,7 @@ script waiting for input) would otherwise hang the module until the play is kill
 from __future__ import annotations
 
 import os
+import shlex
 from typing import NamedTuple, Optional
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _proc
@@ -38,8 +39,8 @@ def ask_version(binary: str, tool: str, timeout_s: Optional[float] = None) -> Ve
     try:
         answer = _proc.run(argv, env=dict(os.environ, LANG="C", LC_ALL="C"), timeout_s=timeout_s)
     except _proc.TimedOut:
-        return VersionAnswer(None, "%s did not answer within %g s (it was stopped)" % (" ".join(argv), timeout_s))
+        return VersionAnswer(None, "%s did not answer within %g s (it was stopped)" % (shlex.join(argv), timeout_s))
     except OSError as error:
-        return VersionAnswer(None, "%s could not be started: %s" % (" ".join(argv), error.strerror or error))
+        return VersionAnswer(None, "%s could not be started: %s" % (shlex.join(argv), error.strerror or error))
     return VersionAnswer(parse_tool_version(name, answer.stdout.decode("utf-8", "replace"),
                                             answer.stderr.decode("utf-8", "replace")), None)

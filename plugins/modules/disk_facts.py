@@ -558,9 +558,6 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe imp
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
-# A probe that reads a disk (wipefs, blkid, smartctl, nvme) can block for minutes on a failing one (command
-# timeouts and retries in the kernel): past this it is stopped and the disk reported as not probed.
-PROBE_TIMEOUT_S = 60.0
 DEFAULT_MODE = {"path": "filesystem", "device": "raw_read"}
 
 
@@ -609,17 +606,6 @@ class Discovery(object):
         """(rc, stdout, stderr) of argv, no shell, C locale, text decoded leniently."""
         rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False, encoding=None)
         return rc, (out or b"").decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
-
-    def probe(self, argv):
-        """(rc, stdout, stderr) of a command that reads a disk, or (None, "", why) when it did not end within
-        PROBE_TIMEOUT_S (its process group is stopped) or could not start."""
-        try:
-            done = _proc.run(argv, env=dict(os.environ, **LOCALE_C), timeout_s=PROBE_TIMEOUT_S)
-        except _proc.TimedOut as error:
-            return None, "", str(error)
-        except OSError as error:
-            return None, "", "%s could not be started: %s" % (argv[0], error.strerror or error)
-        return done.rc, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
     # -- host -------------------------------------------------------------------------------------
 
@@ -719,7 +705,7 @@ class Discovery(object):
         if wipefs is None:
             probes[disk] = {"signatures": [], "ids": {}, "error": "wipefs is not installed"}
         else:
-            rc, out, err = self.probe([wipefs, "-n", "-J", path])
+            rc, out, err = _proc.probe([wipefs, "-n", "-J", path])
             signatures, error = ([], err) if rc is None else wipefs_result(rc, out, err)
             first = signatures[0] if signatures else {}
             probes[disk] = {"signatures": signatures, "ids": {"uuid": first.get("uuid"), "label": first.get("label")},
@@ -729,7 +715,7 @@ class Discovery(object):
             if blkid is None:
                 probes[kname] = {"signatures": [], "ids": {}, "error": "blkid is not installed"}
                 continue
-            rc, out, err = self.probe([blkid, "-p", "-c", "/dev/null", "-o", "export", topology.nodes[kname]["path"]])
+            rc, out, err = _proc.probe([blkid, "-p", "-c", "/dev/null", "-o", "export", topology.nodes[kname]["path"]])
             values, error = ({}, err) if rc is None else blkid_result(rc, out, err)
             signatures = []
             if values.get("TYPE"):
@@ -749,12 +735,12 @@ class Discovery(object):
         smart = None
         smartctl = self.bin("smartctl")
         if smartctl is not None:
-            rc, out, err = self.probe([smartctl, "-j", "-x", node["path"]])
+            rc, out, err = _proc.probe([smartctl, "-j", "-x", node["path"]])
             smart = smartctl_unanswered(err) if rc is None else smartctl_result(rc, out, err)
         nvme = None
         nvme_bin = self.bin("nvme")
         if nvme_bin is not None and _discover.transport(node) == "nvme":
-            rc, out, err = self.probe([nvme_bin, "smart-log", node["path"], "-o", "json"])
+            rc, out, err = _proc.probe([nvme_bin, "smart-log", node["path"], "-o", "json"])
             nvme = nvme_unanswered(err) if rc is None else nvme_result(rc, out, err)
         return smart, nvme
 

@@ -440,7 +440,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _proc
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
 from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
 from ansible_collections.diskproof.fleet.plugins.module_utils import _write_cache
@@ -689,12 +689,14 @@ class Quiesce:
             report["skipped"] = "smartctl not installed"
             return report
         for disk in disks:
-            rc, out, _err = self.run([smartctl, "-j", "-c", "-l", "selftest", "/dev/" + disk])
+            rc, out, err = _proc.probe([smartctl, "-j", "-c", "-l", "selftest", "/dev/" + disk])
+            if rc is None:   # a disk smartctl cannot answer for within the limit is worth a look before trusting it
+                self.warnings.append("SMART self-test check of /dev/%s: %s" % (disk, err))
             try:
                 selftest = smart_selftest(json.loads(out))
             except ValueError:
                 selftest = {"in_progress": None, "remaining_percent": None, "protocol": None,
-                            "detail": "smartctl printed no JSON (exit %d)" % rc}
+                            "detail": err if rc is None else "smartctl printed no JSON (exit %d)" % rc}
             selftest.update(disk=disk, smartctl_exit=rc)
             report["disks"].append(selftest)
             if selftest["in_progress"]:

@@ -15,14 +15,14 @@ import time
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.diskproof.fleet.plugins.module_utils import _version_probe
+from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _version_probe
 from ansible_collections.diskproof.fleet.plugins.modules import disk_facts
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="smartctl and wipefs open the disk: root")
 def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, monkeypatch, hanging_programs):
     hanging = hanging_programs("wipefs", "smartctl")
-    monkeypatch.setattr(disk_facts, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(_proc, "DISK_PROBE_TIMEOUT_S", 0.5)
     monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)   # the stand-in smartctl hangs on --version too
     target = tmp_path / "target"
     target.mkdir()
