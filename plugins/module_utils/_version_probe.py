@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import NamedTuple, Optional
+from typing import Callable, Dict, Iterable, NamedTuple, Optional
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _proc
 from ._parse.tool_version import parse_tool_version
@@ -44,3 +44,19 @@ def ask_version(binary: str, tool: str, timeout_s: Optional[float] = None) -> Ve
         return VersionAnswer(None, "%s could not be started: %s" % (shlex.join(argv), error.strerror or error))
     return VersionAnswer(parse_tool_version(name, answer.stdout.decode("utf-8", "replace"),
                                             answer.stderr.decode("utf-8", "replace")), None)
+
+
+def probe_tools(tools: Iterable[str], which: Callable[[str], Optional[str]],
+                warn: Callable[[str], None]) -> Dict[str, Dict[str, Optional[str]]]:
+    """tool -> {path, version}: each tool found with ``which`` (AnsibleModule.get_bin_path: PATH and the sbin
+    directories) and asked its version; a question that got no answer is passed to ``warn``."""
+    found: Dict[str, Dict[str, Optional[str]]] = {}
+    for tool in tools:
+        path = which(tool)
+        version = None
+        if path:
+            version, problem = ask_version(path, tool)
+            if problem:
+                warn("%s: its version is reported as unknown" % problem)
+        found[tool] = {"path": path, "version": version}
+    return found

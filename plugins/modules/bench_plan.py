@@ -337,7 +337,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import (
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import ask_version
+from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
     INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
@@ -609,24 +609,10 @@ def attach_run_dirs(plan, records):
     return plan
 
 
-def probe_tools(module, tools):
-    """tool -> {path, version}: each tool found as bench_run finds it (get_bin_path) and asked its version the way
-    discover asks (_version_probe.ask_version)."""
-    found = {}
-    for tool in tools:
-        path = module.get_bin_path(tool)
-        version = None
-        if path:
-            version, problem = ask_version(path, tool)
-            if problem:
-                module.warn(problem)
-        found[tool] = {"path": path, "version": version}
-    return found
-
-
 def check_tools(module, plan):
-    """Refuse the plan, before the quiesce, when a tool it runs is missing or unusable: name the package."""
-    found = probe_tools(module, plan.tools)
+    """Refuse the plan, before the quiesce, when a tool it runs is missing or unusable: name the package. Each tool
+    is found as bench_run finds it and asked its version as discover asks (_version_probe.probe_tools)."""
+    found = probe_tools(plan.tools, module.get_bin_path, module.warn)
     problems = _tools.tool_problems(plan.tools, found, _tools.TOOL_VERSION_ARGS)
     if problems:
         module.fail_json(msg="benchmark plan refused, nothing was stopped or written: the tests of this plan (%s) need "

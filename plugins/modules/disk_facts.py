@@ -554,7 +554,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl im
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
-from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import ask_version
+from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
@@ -609,18 +609,6 @@ class Discovery(object):
 
     # -- host -------------------------------------------------------------------------------------
 
-    def tools(self):
-        found = {}
-        for tool in TOOL_VERSION_ARGS:
-            path = self.bin(tool)
-            version = None
-            if path:
-                version, problem = ask_version(path, tool)
-                if problem:
-                    self.module.warn("%s: its version is reported as unknown" % problem)
-            found[tool] = {"path": path, "version": version}
-        return found
-
     def host(self, view):
         uname = os.uname()
         try:
@@ -640,7 +628,7 @@ class Discovery(object):
                                                      os.path.exists("/sbin/openrc") or os.path.exists("/sbin/openrc-run"),
                                                      os.path.isdir("/etc/init.d")),
             "pid1": pid1.strip() if pid1 else None,
-            "tools": self.tools(),
+            "tools": probe_tools(TOOL_VERSION_ARGS, self.bin, self.module.warn),
             "boot_disks": view.boot_disks,
             "swap_disks": view.swap_disks,
             "boot_unknown": view.boot_unknown,
