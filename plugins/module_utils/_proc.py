@@ -138,6 +138,12 @@ def group_members(pgid: int) -> List[int]:
         except OSError:
             return []
         return [pgid]
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:   # no process at all in the group: nothing to scan /proc for (the common case)
+        return []
+    except PermissionError:      # a member changed user (bonnie++ -u): the scan below finds it
+        pass
     members = []
     for name in names:
         if not name.isdigit():
@@ -265,7 +271,9 @@ def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: L
         poller.register(fd, 0)
     exited_at = None
     while True:
-        for fd, events in poller.poll(POLL_INTERVAL_S * 1000):
+        # With both pipes closed only the watched fds are left to poll: look at them without waiting, and wait for
+        # the child itself below (polling an idle set would sleep a whole interval after every command).
+        for fd, events in poller.poll(POLL_INTERVAL_S * 1000 if open_pipes else 0):
             if fd in open_pipes:
                 data = os.read(fd, 65536) if events & (select.POLLIN | select.POLLPRI | select.POLLHUP) else b""
                 if data:
@@ -275,6 +283,12 @@ def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: L
                     open_pipes.discard(fd)
             elif events & HANGUP_EVENTS:
                 return [fd]
+        if not open_pipes and process.poll() is None:
+            try:
+                process.wait(timeout=POLL_INTERVAL_S if deadline is None
+                             else max(0.0, min(POLL_INTERVAL_S, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                pass
         if deadline is not None and time.monotonic() >= deadline and process.poll() is None:
             raise TimedOut()
         if process.poll() is not None:
