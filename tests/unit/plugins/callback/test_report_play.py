@@ -163,7 +163,8 @@ def test_an_old_variable_name_still_works_with_a_deprecation_warning(playbook_ru
                     inventory=inventory_with(group_vars=old if where == "inventory-group" else None,
                                              host_vars=old if where == "inventory-host" else None))
     output = completed.stdout + completed.stderr
-    assert output.count(DEPRECATION) == 1, output   # once, though every play and host sees it
+    # Once, though every play and host sees it; ansible-core before 2.19 wraps the line, hence the joined words.
+    assert " ".join(output.split()).count(DEPRECATION) == 1, output
     assert completed.returncode != 0  # n04 is still an outlier: the run itself went on
 
 
