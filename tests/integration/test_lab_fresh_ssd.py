@@ -36,6 +36,14 @@ def iops_series(device: str, seconds: int) -> list:
     return [int(line.split(",")[1]) for line in result.stdout.splitlines() if line.strip()]
 
 
+def near(seconds: list, iops: int) -> bool:
+    """The seconds' mean within 5 % of iops, and each second within 10 %: the throttle dispatches in 100 ms
+    slices, so one second's count can be up to a slice's worth off while its neighbours make up for it (a CI
+    run saw 426, 414, 378, 422, 395 at 400 IOPS: mean 407)."""
+    return (abs(sum(seconds) / len(seconds) - iops) <= 0.05 * iops
+            and all(abs(value - iops) <= 0.10 * iops for value in seconds))
+
+
 def throttle_rules(major_minors: set) -> list:
     with open("/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device", encoding="ascii") as handle:
         return [line for line in handle if line.split()[0] in major_minors]
@@ -52,13 +60,12 @@ def test_fresh_ssd_disks_step_down_or_never_settle_and_leave_nothing():
         # 8 MiB at 400 IOPS x 4 KiB = 5.1 s fresh, then 100 IOPS: 9 s show both sides of the step.
         series = iops_series(settling, 9)
         print("settling disk, IOPS per second:", series)
-        assert all(abs(value - FRESH_IOPS) <= 0.05 * FRESH_IOPS for value in series[1:5]), series
-        assert all(abs(value - STEADY_IOPS) <= 0.05 * STEADY_IOPS for value in series[6:9]), series
+        assert near(series[1:5], FRESH_IOPS) and near(series[6:9], STEADY_IOPS), series
         fresh_bytes = sum(series[:5]) * 4096
         assert fresh_bytes <= 8 << 20 <= fresh_bytes + series[5] * 4096, fresh_bytes
         # ... and it stays steady.
         later = iops_series(settling, 4)
-        assert all(abs(value - STEADY_IOPS) <= 0.05 * STEADY_IOPS for value in later[1:]), later
+        assert near(later[1:], STEADY_IOPS), later
 
         # 4 MiB fresh (2.6 s), then 2 s steady and 2 s fresh in turn.
         wobble = iops_series(wobbling, 12)
