@@ -4,9 +4,10 @@
 """Where the wall time of a playbook run goes, for benchmarks/overhead.py (not part of the collection).
 
 Writes JSON to $PHASE_CLOCK_FILE: the monotonic time the playbook started and ended, and per task
-its name, when it started, when its last host result arrived, how many host results it got, and the
-CPU-seconds used so far when it started: the controller's (this process and its reaped workers) and,
-with $PHASE_CLOCK_CPUACCT naming a cpuacct cgroup, the lab hosts'.
+its name, when it started, when its last host result arrived, how many host results it got, and, with
+$PHASE_CLOCK_CPUACCT naming a cpuacct cgroup, the lab hosts' CPU-seconds so far when it started. (The
+controller's CPU is measured by overhead.py around the whole command: a worker's CPU counts only once it
+is reaped, so per task it would land on the wrong task.)
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ description:
 
 import json
 import os
-import resource
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -42,7 +42,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self.tasks.append({"name": task.get_name(), "start": time.monotonic(), "last_result": None, "results": 0,
-                           "cpu": controller_cpu(), "lab_cpu": lab_cpu()})
+                           "lab_cpu": lab_cpu()})
 
     def _result(self, *_args, **_kwargs):
         if self.tasks:
@@ -56,13 +56,7 @@ class CallbackModule(CallbackBase):
         if path:
             with open(path, "w", encoding="utf-8") as handle:
                 json.dump({"started": self.started, "stats": time.monotonic(), "tasks": self.tasks,
-                           "cpu": controller_cpu(), "lab_cpu": lab_cpu()}, handle)
-
-
-def controller_cpu() -> float:
-    """User and system CPU-seconds of this process and the workers it has reaped (one per host and task)."""
-    own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+                           "lab_cpu": lab_cpu()}, handle)
 
 
 def lab_cpu():
