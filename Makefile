@@ -200,8 +200,17 @@ package: deps
 	grep -q "^- 'gnupg2 " .cache/ee/introspect.txt
 	@echo "package: execution environment build context in .cache/ee"
 
+# A failed check is printed again at the end: CI shows only the tail of a long log, and molecule's
+# recap ("verify: Executed: Failed") does not say which check failed or with which figures.
 molecule: deps
-	molecule test --all
+	molecule test --all 2>&1 | tee $(CACHE)/molecule.log || { \
+		echo "molecule failed; its failed checks:"; \
+		sed 's/\x1b\[[0-9;]*m//g; s/^ *│ //' $(CACHE)/molecule.log | awk ' \
+			/^(ok|changed|skipping|included|TASK|PLAY)[: []/ { state = 0 } \
+			/^(failed|fatal): \[/ { print; state = ($$0 ~ /"msg": / ? 0 : 1); next } \
+			state == 1 && /^ *"msg": / { print; state = 2; next } \
+			state == 2 { if ($$0 ~ /^ *("[a-z_]+": |[]}])/) state = 0; else print }' | cut -c1-300 | tail -n 16; \
+		exit 1; }
 
 clean:
 	rm -rf .cache .pytest_cache diskproof-report
