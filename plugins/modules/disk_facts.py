@@ -556,7 +556,6 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs impo
 from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
 from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
 
-LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SYS_CLASS_BLOCK = "/sys/class/block"
 DEFAULT_MODE = {"path": "filesystem", "device": "raw_read"}
 
@@ -602,11 +601,6 @@ class Discovery(object):
             self.bins[name] = self.module.get_bin_path(name)
         return self.bins[name]
 
-    def run(self, argv):
-        """(rc, stdout, stderr) of argv, no shell, C locale, text decoded leniently."""
-        rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False, encoding=None)
-        return rc, (out or b"").decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
-
     # -- host -------------------------------------------------------------------------------------
 
     def host(self, view):
@@ -648,7 +642,12 @@ class Discovery(object):
         lsblk = self.bin("lsblk")
         if lsblk is None:
             self.module.fail_json(msg="lsblk (util-linux) is required and was not found in PATH or the sbin directories")
-        rc, out, err = self.run([lsblk, "-J", "-b", "-O"])
+        # Time-limited like the other probes: without a udev database lsblk opens the disks itself (libblkid),
+        # and a failing disk can leave that open unanswered.
+        rc, out, err = _proc.probe([lsblk, "-J", "-b", "-O"])
+        if rc is None:
+            self.module.fail_json(msg="cannot list the block devices: %s. Stopped at its time limit, it means a disk "
+                                      "(or udev) is not answering: find it in the kernel log (dmesg) and run again" % err)
         if rc != 0:
             self.module.fail_json(msg="lsblk -J -b -O failed (exit code %d): %s" % (rc, (err or out).strip()))
         topology = _discover.Topology(self.parse("lsblk -J -b -O output", parse_lsblk, out))

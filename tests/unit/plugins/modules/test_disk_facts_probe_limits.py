@@ -49,3 +49,23 @@ def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, mon
                                                                               "version": None}
     assert ("%s --version did not answer within 0.5 s (it was stopped): its version is reported as unknown"
             % hanging["smartctl"]) in json.dumps(result["warnings"])
+
+
+def test_an_lsblk_that_never_answers_fails_the_discovery(tmp_path, capsys, monkeypatch, hanging_programs):
+    """Without the device tree there is no discovery: the module stops lsblk at the limit and says what to look for."""
+    hanging = hanging_programs("lsblk")["lsblk"]
+    monkeypatch.setattr(_proc, "DISK_PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)
+    target = tmp_path / "target"
+    target.mkdir()
+    started = time.monotonic()
+    with patch_module_args({"targets": [{"path": str(target)}], "smart": False}):
+        with pytest.raises(SystemExit):
+            disk_facts.main()
+    took = time.monotonic() - started
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] is True
+    assert result["msg"] == ("cannot list the block devices: %s -J -b -O did not end within 0.5 s (it was stopped). "
+                             "Stopped at its time limit, it means a disk (or udev) is not answering: find it in the "
+                             "kernel log (dmesg) and run again" % hanging)
+    assert took < 10, took
