@@ -192,8 +192,10 @@ options:
   job_file:
     description:
       - The text of a fio job file. The module writes it to a private temporary file (outside the target
-        directory), checks it with C(<argv[0]> --parse-only <file>) - fio's own message fails the task when fio
-        rejects it - and then runs O(argv) with the file appended, for each measured run. The file is always removed.
+        directory), checks it with C(<argv[0]> --parse-only --clocksource=clock_gettime <file>) - fio's own
+        message fails the task when fio rejects it - and then runs O(argv) with the file appended, for each measured
+        run. The file is always removed. The check names a clock source only to skip fio's start-up clock test; the
+        measured runs keep fio's own choice.
       - The records keep the text as C(job_file); their C(command) is the argv actually run (with the temporary path).
       - Only with O(argv).
     type: str

@@ -28,6 +28,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
+from ansible_collections.diskproof.fleet.plugins.module_utils._identity import normalize_wwn
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import fstab_spec
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import parse_scheduler
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.values import text_value
@@ -441,19 +442,6 @@ def disk_record(node: Dict[str, Any], sysfs: Dict[str, Optional[str]], smart: Op
 # ---------------------------------------------------------------------------------------------------
 # Selection and the destructive interlock
 # ---------------------------------------------------------------------------------------------------
-
-
-def normalize_wwn(value: Optional[str]) -> Optional[str]:
-    """'0x5002538E40A22954', 'naa.5002538e40a22954', 'wwn-0x5002…' -> '5002538e40a22954'."""
-    if not value:
-        return None
-    lowered = value.strip().lower()
-    for prefix in ("wwn-", "0x", "naa.", "eui.", "nvme."):
-        if lowered.startswith(prefix):
-            lowered = lowered[len(prefix):]
-        if lowered.startswith("0x"):
-            lowered = lowered[2:]
-    return lowered or None
 
 
 def _entry_matches(disk: Dict[str, Any], text: str) -> bool:

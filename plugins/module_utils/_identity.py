@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ._discover import normalize_wwn
 from ._parse.errors import ParseError
 from ._parse.mountinfo import parse_mountinfo
 from ._parse.sysfs import loop_backing_file, vpd_unit_serial
@@ -42,6 +41,19 @@ _WWN_LINK_PREFIXES = ("wwn-", "nvme-eui.", "scsi-3", "nvme-nvme.")
 
 class IdentityError(Exception):
     """A grant that cannot be checked at all (not a dict, no device)."""
+
+
+def normalize_wwn(value: Optional[str]) -> Optional[str]:
+    """'0x5002538E40A22954', 'naa.5002538e40a22954', 'wwn-0x5002…' -> '5002538e40a22954'."""
+    if not value:
+        return None
+    lowered = value.strip().lower()
+    for prefix in ("wwn-", "0x", "naa.", "eui.", "nvme."):
+        if lowered.startswith(prefix):
+            lowered = lowered[len(prefix):]
+        if lowered.startswith("0x"):
+            lowered = lowered[2:]
+    return lowered or None
 
 
 def _read(path: str) -> Optional[str]:

@@ -689,7 +689,9 @@ class Job:
             stream.write(text)
         if self.params["keep_raw"] is not None:
             self.keep("fio", None, text.encode("utf-8", "surrogateescape"))
-        check = [self.argv[0], "--parse-only", path]
+        # A named clock source spares the check fio's multi-threaded TSC test (0.14 -> 0.07 CPU-s per start here);
+        # it only parses, so its clock does not matter. The measured run keeps fio's own choice.
+        check = [self.argv[0], "--parse-only", "--clocksource=clock_gettime", path]
         try:
             rc, stdout, stderr = self.run(check)
         except RunError as error:

@@ -9,9 +9,7 @@ import os
 import re
 from typing import List, Optional
 
-from .bonnie import looks_like_csv
 from .errors import ParseError
-from .fio_text import recognise as looks_like_fio_text
 
 TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
 # argv[0] basenames; bonnie++ is "bonnie" in the records (and its converter bon_csv2txt too)
@@ -87,6 +85,7 @@ def _only_ioping_raw_lines(text: str) -> bool:
 
 
 def _bonnie_csv(text: str) -> bool:
+    from .bonnie import looks_like_csv   # here, not at the top: see detect_tool
     return any(looks_like_csv(line.strip()) for line in text.splitlines() if line.count(",") >= 26)
 
 
@@ -95,6 +94,8 @@ def detect_tool(text: str) -> str:
     none of them. fio (JSON, then its normal or terse output) and dd are recognised first."""
     if not isinstance(text, str):
         raise ParseError("tool=auto", "text, got %s" % type(text).__name__)
+    # Imported here: a caller that names its tool (bench_run) never needs them (records.py says why).
+    from .fio_text import recognise as looks_like_fio_text
     if _FIO_JSON.search(text) or looks_like_fio_text(text):  # fio's normal or terse output: fio_text.MARKERS
         return "fio"
     if _DD_MARKERS.search(text):

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import signal
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from . import bonnie, dd, fio, ioping, sysbench
 from .detect import TOOLS, detect_tool, tool_from_argv
 from .errors import ParseError
+
+# Each tool's parser is imported where its output is parsed: a bench_run call parses one tool, and every
+# module start compiles what it imports (about 7 ms per parser on a lab host, docs/benchmarks.md).
+if TYPE_CHECKING:
+    from . import bonnie, dd, fio, ioping, sysbench
 
 __all__ = [
     "ParseError", "SCHEMA", "parse_output", "make_record", "empty_metrics", "sha256_hex",
@@ -114,7 +118,8 @@ def sysbench_result(run: sysbench.SysbenchRun) -> Dict[str, Any]:
     result = _result("sysbench", run.version, _ident(run.mode or run.test, run.index))
     result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
     metrics = result["metrics"]
-    direction = sysbench.direction_of(run)
+    from .sysbench import direction_of
+    direction = direction_of(run)
     if direction is None:
         directions = [name for name, rate in (("read", run.reads_per_s), ("write", run.writes_per_s)) if rate]
     else:
@@ -182,13 +187,18 @@ def parse_output(
     """(tool, partial records) for every run/job in text. ParseError for anything not exact."""
     tool = resolve_tool(tool, text, argv)
     if tool == "dd":
+        from . import dd
         return tool, [dd_result(run, *dd.resolve_direction(run, direction, argv)) for run in dd.parse(text)]
     if tool == "sysbench":
+        from . import sysbench
         return tool, [sysbench_result(run) for run in sysbench.parse(text)]
     if tool == "bonnie":
+        from . import bonnie
         return tool, [bonnie_result(run) for run in bonnie.parse(text)]
     if tool == "ioping":
+        from . import ioping
         return tool, [ioping_result(run) for run in ioping.parse(text, argv, direction)]
+    from . import fio
     return tool, [fio_result(job) for job in fio.parse(text)]
 
 
