@@ -82,3 +82,15 @@ def test_lab_cpu_by_part_adds_up_to_the_lab_counter(overhead):
     assert parts["discover (disk_facts, safety class)"] == pytest.approx(0.303, abs=0.001)
     assert set(parts) <= {part for _words, part in overhead.PARTS} | {overhead.OTHER_PART}
     assert overhead.lab_cpu_by_part(json.loads((FIXTURES / "clock-2-hosts-one-job.json").read_text()), 2) == {}
+
+
+def test_each_case_is_judged_against_issue_18s_own_target(overhead):
+    """This stop's figures: quick at 10 hosts 1.35 is a FAIL (target 1.3), not the PASS the old single 1.5 printed."""
+    lines, passed = overhead.judge({(10, "one-job"): 2.28, (10, "quick"): 1.35, (30, "one-job"): 3.5})
+    assert lines == ["FAIL: one-job, ratio 2.28 at 10 hosts (target <= 1.8)",
+                     "FAIL: quick, ratio 1.35 at 10 hosts (target <= 1.3)",
+                     "no target: one-job, ratio 3.50 at 30 hosts"]
+    assert passed is False
+    assert overhead.judge({(10, "quick"): 1.29, (30, "quick"): 1.6}) == (
+        ["PASS: quick, ratio 1.29 at 10 hosts (target <= 1.3)", "PASS: quick, ratio 1.60 at 30 hosts (target <= 1.6)"],
+        True)

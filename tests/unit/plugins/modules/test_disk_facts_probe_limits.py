@@ -19,19 +19,23 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _ver
 from ansible_collections.diskproof.fleet.plugins.modules import disk_facts
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="smartctl and wipefs open the disk: root")
-def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, monkeypatch, hanging_programs):
-    hanging = hanging_programs("wipefs", "smartctl")
+def discover_a_directory(tmp_path, capsys, monkeypatch, smart):
+    """(result, seconds) of disk_facts on a directory of this machine's disk, every limit lowered to 0.5 s."""
     monkeypatch.setattr(_proc, "DISK_PROBE_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)   # the stand-in smartctl hangs on --version too
+    monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)   # a stand-in hangs on --version too
     target = tmp_path / "target"
     target.mkdir()
     started = time.monotonic()
-    with patch_module_args({"targets": [{"path": str(target)}], "smart": True}):
+    with patch_module_args({"targets": [{"path": str(target)}], "smart": smart}):
         with pytest.raises(SystemExit):
             disk_facts.main()
-    took = time.monotonic() - started
-    result = json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out), time.monotonic() - started
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="smartctl and wipefs open the disk: root")
+def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, monkeypatch, hanging_programs):
+    hanging = hanging_programs("wipefs", "smartctl")
+    result, took = discover_a_directory(tmp_path, capsys, monkeypatch, smart=True)
     (resolved,) = result["ansible_facts"]["diskproof_targets_resolved"]
     if not resolved["disks"]:
         pytest.skip("%s is not on a disk here" % tmp_path)
@@ -54,16 +58,7 @@ def test_probes_that_never_answer_are_stopped_and_reported(tmp_path, capsys, mon
 def test_an_lsblk_that_never_answers_fails_the_discovery(tmp_path, capsys, monkeypatch, hanging_programs):
     """Without the device tree there is no discovery: the module stops lsblk at the limit and says what to look for."""
     hanging = hanging_programs("lsblk")["lsblk"]
-    monkeypatch.setattr(_proc, "DISK_PROBE_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(_version_probe, "VERSION_TIMEOUT_S", 0.5)
-    target = tmp_path / "target"
-    target.mkdir()
-    started = time.monotonic()
-    with patch_module_args({"targets": [{"path": str(target)}], "smart": False}):
-        with pytest.raises(SystemExit):
-            disk_facts.main()
-    took = time.monotonic() - started
-    result = json.loads(capsys.readouterr().out)
+    result, took = discover_a_directory(tmp_path, capsys, monkeypatch, smart=False)
     assert result["failed"] is True
     assert result["msg"] == ("cannot list the block devices: %s -J -b -O did not end within 0.5 s (it was stopped). "
                              "Stopped at its time limit, it means a disk (or udev) is not answering: find it in the "
