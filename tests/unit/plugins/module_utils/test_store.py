@@ -365,7 +365,11 @@ def test_two_processes_publishing_at_once_lose_no_run(tmp_path):
 # into the store: the moment a cancel would leave a run the index does not name)
 
 
-def _publish_signalled_after_the_move(root: str, run_id: str, signum: int) -> None:
+def _publish_signalled_after_the_move(root: str, run_id: str, signum: int, disposition) -> None:
+    # The disposition the signal has when the publish starts is the one it keeps afterwards: set here, not
+    # inherited (under nohup SIGHUP arrives ignored, and an ignored signal must stay ignored).
+    if signum != signal.SIGKILL:
+        signal.signal(signum, disposition)
     real_rename = os.rename
 
     def rename_then_signal(source, target, *args, **kwargs):
@@ -379,10 +383,13 @@ def _publish_signalled_after_the_move(root: str, run_id: str, signum: int) -> No
     os._exit(0)   # pylint: disable=protected-access
 
 
-def publish_signalled(root: str, run_id: str, signum: int) -> int:
-    """Exit code of a forked process that publishes run_id and signals itself right after the move."""
+def publish_signalled(root: str, run_id: str, signum: int, disposition=None) -> int:
+    """Exit code of a forked process that publishes run_id and signals itself right after the move; the signal's
+    disposition in that process is the default action (Python's KeyboardInterrupt for SIGINT) unless given."""
+    if disposition is None:
+        disposition = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
     process = multiprocessing.get_context("fork").Process(target=_publish_signalled_after_the_move,
-                                                          args=(root, run_id, signum))
+                                                          args=(root, run_id, signum, disposition))
     process.start()
     process.join(60)
     return process.exitcode
@@ -401,6 +408,16 @@ def test_a_cancel_signal_during_publish_waits_until_the_index_and_pointers_name_
     assert [run["run_id"] for run in index(root)] == ["r1", "r2"]
     assert os.readlink(os.path.join(root, "latest")) == "r2" and os.readlink(os.path.join(root, "last-pass")) == "r2"
     assert os.listdir(os.path.join(root, ".incoming")) == []
+
+
+def test_a_cancel_signal_the_process_ignores_stays_ignored_after_the_publish(tmp_path):
+    """As under nohup: the held SIGHUP is not turned into a default action; the publish is whole and the process goes on."""
+    root = str(tmp_path / "store")
+    os.mkdir(root)
+    publish(root, "r1", True)
+    assert publish_signalled(root, "r2", signal.SIGHUP, signal.SIG_IGN) == 0
+    assert [run["run_id"] for run in index(root)] == ["r1", "r2"]
+    assert os.readlink(os.path.join(root, "latest")) == "r2"
 
 
 def test_a_run_a_sigkill_left_out_of_the_index_is_indexed_again_by_the_next_publish(tmp_path):
