@@ -547,9 +547,10 @@ def judge(ratios: Dict[Tuple[int, str], float]) -> Tuple[List[str], bool]:
         if target is None:
             lines.append("no target: %s, ratio %.2f at %d hosts" % (name, ratio, count))
             continue
-        passed = passed and ratio <= target
-        lines.append("%s: %s, ratio %.2f at %d hosts (target <= %g)" % ("PASS" if ratio <= target else "FAIL", name,
-                                                                        ratio, count, target))
+        within = ratio <= target
+        passed = passed and within
+        lines.append("%s: %s, ratio %.2f at %d hosts (target <= %g)" % ("PASS" if within else "FAIL", name, ratio,
+                                                                        count, target))
     return lines, passed
 
 
