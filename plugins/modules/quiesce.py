@@ -202,6 +202,20 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+  plan:
+    description:
+      - The benchmark plan of this host, as the options of M(diskproof.fleet.bench_plan) (the benchmark role hands them
+        over as C(benchmark_plan_request)). With O(state=quiesced) the call then plans too, so a host needs one module
+        call instead of three - C(bench_plan) in check mode before the quiesce, the quiesce, C(bench_plan) under the
+        lock.
+      - First, before the lock is taken or anything is stopped, the plan is checked as C(bench_plan) checks it in check
+        mode (free space per filesystem, block sizes, raw classes, tools, cache fence); a refusal ends the call there.
+      - Then, once the host is quiet, the plan is made under the lock (what the recovered aborted run left in its run
+        directories removed first, the run directories created with this run's O(run_id) in their note) and returned
+        as RV(plan). A refusal at that point fails the call with the host still quiesced - the role's C(always)
+        restore gives it back.
+      - In check mode the checked plan is returned and nothing is created.
+    type: dict
 extends_documentation_fragment:
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
@@ -266,6 +280,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan:
+  description:
+    - The plan made under the lock for O(plan) (in check mode, the checked plan), the result M(diskproof.fleet.bench_plan)
+      returns (C(plan), C(lines), C(run_dirs), C(tools), C(memory_bytes), C(run_id), C(leftovers_removed)).
+  returned: when O(plan) is set and the call succeeded with O(state=quiesced)
+  type: dict
+plan_request:
+  description: O(plan) as given, so that the benchmark role can tell that this plan is the one it asks for.
+  returned: when O(plan) is set and the call succeeded with O(state=quiesced)
+  type: dict
 msg:
   description: What was done, or why the call refused.
   returned: always
@@ -506,6 +530,23 @@ class Files:
 
     def mutex(self):
         return self.opened.mutex(MUTEX_TIMEOUT_S)
+
+
+class _PlanWarnings:
+    """The module for the plan's check: its warnings held back (the plan under the lock gives them again)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.held = []
+        self.fail_json = module.fail_json
+        self.get_bin_path = module.get_bin_path
+
+    def warn(self, warning):
+        self.held.append(warning)
+
+    def flush(self):
+        for warning in self.held:
+            self.module.warn(warning)
 
 
 class Quiesce:
@@ -859,6 +900,36 @@ class Quiesce:
 
     # ---------------------------------------------------------------- quiesced
 
+    # ---------------------------------------------------------------- the plan (option plan)
+
+    def check_plan(self):
+        """The plan checked as bench_plan checks it in check mode, before the lock is taken or anything stopped: a
+        refusal ends the call here. Its warnings are shown only in check mode; the plan under the lock repeats them."""
+        # Imported here: a quiesce without a plan, and every restore, need not compile the planner.
+        from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+        from ansible_collections.diskproof.fleet.plugins.module_utils._plan_host import PLAN_ARGUMENT_SPEC, plan_on_host
+        validated = ArgumentSpecValidator(PLAN_ARGUMENT_SPEC).validate(self.params["plan"])
+        if validated.error_messages:
+            self.module.fail_json(msg="plan: %s (the options of diskproof.fleet.bench_plan)"
+                                      % "; ".join(validated.error_messages), run_id=self.run_id)
+        self.plan_params = validated.validated_parameters
+        quiet = _PlanWarnings(self.module)
+        self.checked_plan = plan_on_host(quiet, dict(self.plan_params, lock_run_id="", remove_leftovers_of=[]), True)
+        if self.module.check_mode:
+            quiet.flush()
+            self.result.update(plan=self.checked_plan, plan_request=self.params["plan"])
+
+    def make_plan(self):
+        """The plan under the lock, once the host is quiet: the run directories named after this run's lock."""
+        if not self.params["plan"]:
+            return
+        from ansible_collections.diskproof.fleet.plugins.module_utils._plan_host import plan_on_host
+        recovered = (self.result.get("recovered") or {}).get("run_id")
+        made = plan_on_host(self.module, dict(self.plan_params, lock_run_id=self.run_id,
+                                              remove_leftovers_of=[recovered] if recovered else []),
+                            False, known_tools=self.checked_plan["tools"], creator="diskproof.fleet.quiesce")
+        self.result.update(plan=made, plan_request=self.params["plan"])
+
     def quiesce(self):
         params = self.params
         manager = self.manager()
@@ -964,6 +1035,7 @@ class Quiesce:
         except (q.QuiesceError, ParseError, OSError) as error:
             self.rollback(manager, recorded, reentry, error)
         self.result["lock"] = lock_doc
+        self.make_plan()
         keys = ("run_id", "lock", "service_manager", "stopped", "recovered", "checks", "caches_dropped", "idle",
                 "units")
         facts = dict((key, self.result.get(key)) for key in keys)
@@ -1133,6 +1205,7 @@ def main():
             lease=dict(type="int", default=43200),
             force=dict(type="bool", default=False),
             foreign_lock=dict(type="str", default="fail", choices=["fail", "skip"]),
+            plan=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -1144,6 +1217,8 @@ def main():
     if module.params["idle_timeout"] < 0 or module.params["lease"] <= 0:
         module.fail_json(msg="idle_timeout must be >= 0 and lease > 0")
     worker = Quiesce(module)
+    if module.params["plan"] and module.params["state"] == "quiesced":
+        worker.check_plan()
     try:
         if module.params["state"] == "quiesced":
             worker.quiesce()

@@ -134,11 +134,15 @@ def test_targets_that_fit_alone_but_not_together_are_refused_before_quiesce(bspa
 
     assert returncode == 2, output
     assert re.search(r"%s\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=1 " % HOST, output), output
-    # Refused before the quiesce: cron ran at every sample, no lock or state was ever made, nothing written.
+    # Refused by the plan's check at the start of the quiesce call, before its lock: cron ran at every sample, no
+    # lock or state was ever made, nothing written.
     assert figures["samples"] >= 5 and figures["cron_down"] == 0, figures
     assert cron_status(LAB, HOST) == 0
     assert on_host(LAB, HOST, "test -e %s" % STATE_DIR).returncode != 0
-    assert "Lock the host, stop background jobs" not in output
+    fatal = output.index("fatal: [%s]" % HOST)
+    refused_in = re.findall(r"TASK \[([^\]]+)\]", output[:fatal])[-1]
+    assert refused_in == \
+        "diskproof.fleet.quiesce : Lock the host, stop background jobs, drop caches and wait for an idle window", output
     assert listings() == before
     assert written_sectors(bspace) == sectors_before
     message = re.search(r"benchmark plan refused, nothing was written: (not enough free space on the filesystem "
@@ -187,8 +191,9 @@ def test_check_mode_prints_the_filesystem_peak_and_changes_nothing(bspace, tmp_p
     sectors_before = written_sectors(bspace)
     returncode, output, _report = validate(tmp_path, 192 * MIB, ["dd_seq_write", "dd_seq_read"], check=True)
     assert returncode == 0, output[-4000:]
-    # Planned twice, as in a real run: the check before the quiesce and the plan the run follows.
-    assert output.count("TASK [diskproof.fleet.benchmark : Plan the tests") == 2, output
+    # Planned once, inside the quiesce call (check mode: the checked plan); the benchmark role takes that plan.
+    assert re.search(r"TASK \[diskproof\.fleet\.benchmark : Take the plan the quiesce made[^\n]*\n+ok: \[%s\]" % HOST,
+                     output), output
     assert re.search(r"filesystem %s \(device %s, [0-9]+:[0-9]+\): targets %s: at most 384\.0 MiB at once"
                      % (FS, bspace, ", ".join(TARGETS)), output), output
     assert "Run each test" in output and "skipping" in output

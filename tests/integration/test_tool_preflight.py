@@ -1,12 +1,13 @@
-"""The preflight before the quiesce, end to end (lab `qfen`, qfen_lab.yml: five SysV hosts, a 256 MiB ext4 disk
-each, 32 MiB memory figure and cache fence), through playbooks/validate.yml with -f 2:
+"""The preflight before the quiesce (the plan's check that starts the quiesce call, before its lock), end to end
+(lab `qfen`, qfen_lab.yml: five SysV hosts, a 256 MiB ext4 disk each, 32 MiB memory figure and cache fence),
+through playbooks/validate.yml with -f 2:
 
 - qfen-n01 lacks fio: a non-executable empty file is bind-mounted over /usr/bin/fio inside that lab host's own
   mount namespace only (a stand-in for "fio not installed"; this machine's fio is untouched, checked before and
-  after). It is refused in the preflight naming the package to install, and nothing was quiesced: cron keeps
+  after). It is refused in that check naming the package to install, and nothing was quiesced: cron keeps
   its pid and the quiesce state directory was never created.
 - qfen-n02 has no memory cgroup (the lab's memory hierarchy is unmounted in its namespace) while the plan fences
-  its buffered tests: refused in the preflight saying to enable it or set diskproof_cache_fence_bytes: 0, and
+  its buffered tests: refused in that check saying to enable it or set diskproof_cache_fence_bytes: 0, and
   nothing was quiesced.
 - qfen-n03 to qfen-n05 are complete and run; with forks 2 the plan printed at the start says the three hosts run
   in two waves (2 + 1), with the fleet duration and the forks for one wave.
@@ -77,8 +78,11 @@ def test_hosts_missing_a_tool_or_the_fence_are_refused_before_the_quiesce(qfen, 
 
     refusals = {host: re.search(r"fatal: \[%s\]: FAILED! => .*" % host, output) for host in (NO_FIO, NO_CGROUP)}
     assert all(refusals.values()), output
-    # Failed in the preflight's check-mode plan: before the first quiesce task of the play.
-    assert all(match.start() < output.index("TASK [diskproof.fleet.quiesce") for match in refusals.values()), output
+    # Failed in the plan's check at the start of the quiesce call, before its lock (the next assertions: nothing
+    # stopped, no state): inside the quiesce task, before the task after it.
+    quiesce_task = output.index("TASK [diskproof.fleet.quiesce : Lock the host")
+    next_task = output.index("TASK [", quiesce_task + 1)
+    assert all(quiesce_task < match.start() < next_task for match in refusals.values()), output
     no_fio = refusals[NO_FIO].group(0)
     assert "fio is not installed (not found in PATH or the sbin directories): install the package fio " \
            "(Debian/Ubuntu: apt-get install fio; RHEL and derivatives: dnf install fio)" in no_fio, no_fio

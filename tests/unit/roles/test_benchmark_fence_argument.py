@@ -1,4 +1,5 @@
-"""roles/benchmark/tasks/plan.yml hands diskproof_cache_fence_bytes to bench_plan: empty or unset is omitted (the
+"""The benchmark role's plan options (__benchmark_plan_request in roles/benchmark/vars/main.yml, which plan.yml hands to
+bench_plan and the playbooks to the quiesce) carry diskproof_cache_fence_bytes: empty or unset is left out (the
 profile's default: the quick profile fences at 4 GiB, the others do not); 0 (a survey's "off") is passed as 0, which
 turns the quick default off; any other value goes to the plan, which refuses what it cannot use (a negative value was
 once dropped like 0, and the run went ahead unfenced)."""
@@ -20,7 +21,8 @@ except ImportError:   # ansible-core < 2.19 templates every string
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import PlanError, Settings, TargetFacts, build_plan
 
-# The bench_plan task lives in plan.yml, imported by main.yml and (in check mode) by preflight.yml.
+# The plan's options are defined once, as a role variable; plan.yml and the quiesce take them from there.
+ROLE_VARS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "vars" / "main.yml"
 TASKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "tasks" / "plan.yml"
 MIB = 1 << 20
 
@@ -32,12 +34,19 @@ OLD_CORE = tuple(int(part) for part in ansible_version.split(".")[:2]) < (2, 19)
 
 
 def fence_argument(**variables):
-    """What the role passes as cache_fence_bytes (absent: the key is omitted), as the module's
-    argument_spec (type=int) receives it."""
+    """What the role passes as cache_fence_bytes ("omitted": null or absent, bench_plan's default applies), as the
+    module's argument_spec (type=int) receives it."""
+    role_vars = yaml.safe_load(ROLE_VARS.read_text())
+    variables = dict(variables, __benchmark_plan_settings={},
+                     __benchmark_plan_optional={key: trust_as_template(value)
+                                                for key, value in role_vars["__benchmark_plan_optional"].items()})
+    request = Templar(loader=DataLoader(), variables=variables).template(
+        trust_as_template(role_vars["__benchmark_plan_request"]))
     plan_task = next(task for task in yaml.safe_load(TASKS.read_text()) if "diskproof.fleet.bench_plan" in task)
     expression = trust_as_template(plan_task["diskproof.fleet.bench_plan"]["cache_fence_bytes"])
+    variables = {"__benchmark_plan_request": request}
     if OLD_CORE:
-        variables = dict(variables, omit=OMIT_PLACEHOLDER)
+        variables["omit"] = OMIT_PLACEHOLDER
     rendered = Templar(loader=DataLoader(), variables=variables).template({"cache_fence_bytes": expression})
     value = rendered.get("cache_fence_bytes", "omitted")
     if value in ("omitted", OMIT_PLACEHOLDER):

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.diskproof.fleet.plugins.module_utils import _plan_host
 from ansible_collections.diskproof.fleet.plugins.modules import bench_plan
 
 MIB = 1048576
@@ -158,13 +159,13 @@ def test_leftovers_are_not_removed_in_check_mode(tmp_path, capsys):
 def test_leftovers_go_before_the_free_space_is_read(tmp_path, capsys, monkeypatch):
     dead = aborted_run(tmp_path, capsys, "dead", "lock-dead")
     seen = []
-    real = bench_plan.target_facts
+    real = _plan_host.target_facts
 
-    def spy(module, index, target, identities, classes):
+    def spy(module, index, target, identities, classes, allow_non_disk_default):
         seen.append(os.path.exists(dead))
-        return real(module, index, target, identities, classes)
+        return real(module, index, target, identities, classes, allow_non_disk_default)
 
-    monkeypatch.setattr(bench_plan, "target_facts", spy)
+    monkeypatch.setattr(_plan_host, "target_facts", spy)
     code, result = run_module(capsys, targets=[{"path": str(tmp_path)}], tests=["dd_seq_write"], memory_bytes=MIB,
                               remove_leftovers_of=["lock-dead"], reserve_min_bytes=0)
     assert code == 0, result
