@@ -272,6 +272,19 @@ EXAMPLES = r"""
         foreign_lock: skip
       become: true
 
+- name: Check a plan before the lock, quiesce, then make the plan under the lock (one call)
+  diskproof.fleet.quiesce:
+    state: quiesced
+    run_id: "{{ run.run_id }}"
+    controller: "{{ run }}"
+    targets: [/srv/diskproof/d0]
+    plan:
+      targets: [{path: /srv/diskproof/d0}]
+      tests: [dd_seq_write, dd_seq_read]
+  register: quiesced
+  become: true
+  # quiesced.plan.plan.jobs: the jobs to run with diskproof.fleet.bench_run; quiesced.plan.run_dirs: what to remove
+
 - name: On-demand restore after an aborted run (refuses while the run may still be alive)
   diskproof.fleet.quiesce:
     state: restored
