@@ -153,6 +153,7 @@ def timed(argv: Sequence[str], env: Dict[str, str], label: str, log: pathlib.Pat
     """(exit code, wall seconds, controller CPU seconds, start on the monotonic clock) of argv run in its own
     cpuacct cgroup. CLOCK_MONOTONIC is system-wide, so the child's own clock readings compare with the start."""
     group = CpuCgroup(label)
+    env = dict(env, PHASE_CLOCK_CONTROLLER_CPUACCT=str(group.path))   # per task, for phase_clock
     try:
         with open(log, "w", encoding="utf-8") as output:
             started = time.monotonic()
@@ -309,11 +310,13 @@ def phases(clock: Optional[Dict[str, Any]], launched: float, wall: float) -> Lis
 
 
 # Parts of validate.yml, by words of its task names (role prefix included), first match wins: the
-# restore tasks belong to the quiesce role, so they are matched before it.
+# restore tasks belong to the quiesce role, so they are matched before it; the benchmark role's plan tasks
+# name the quiesce (it checks and makes the plan), so they are matched before it too.
 PARTS: List[Tuple[Tuple[str, ...], str]] = [
     (("start-up",), "start-up (ansible-playbook, ssh connections made by the first task)"),
     (("report callback",), "report callback and exit"),
     (("restore", "start exactly"), "restore: start services, release the lock"),
+    (("plan's options", "take the plan"), "plan (bench_plan) and show it"),
     (("quiesce", "lock the host"), "quiesce: lock, stop services, drop caches, idle window"),
     (("run each test",), "the fio job (bench_run: fio, cache drop, device counters)"),
     (("plan",), "plan (bench_plan) and show it"),
@@ -336,17 +339,18 @@ def grouped(rows: List[Tuple[str, float]]) -> List[Tuple[str, float]]:
     return sorted(groups.items(), key=lambda item: -item[1])
 
 
-def lab_cpu_by_part(clock: Optional[Dict[str, Any]], count: int) -> Dict[str, float]:
-    """Lab-host CPU-seconds per host in each part of validate.yml: the lab's cpuacct counter as each task
-    started (phase_clock with $PHASE_CLOCK_CPUACCT), up to the next task's start. Empty without it."""
+def cpu_by_part(clock: Optional[Dict[str, Any]], count: int, counter: str = "lab_cpu") -> Dict[str, float]:
+    """CPU-seconds per host in each part of validate.yml, of the lab hosts (counter "lab_cpu") or the controller
+    ("controller_cpu"): that cpuacct counter as each task started (phase_clock), up to the next task's start.
+    The controller's start-up and exit are not in any task. Empty without the counter."""
     tasks = (clock or {}).get("tasks") or []
-    if not tasks or tasks[0].get("lab_cpu") is None:
+    if not tasks or tasks[0].get(counter) is None or clock.get(counter) is None:
         return {}
-    ends = [task["lab_cpu"] for task in tasks[1:]] + [clock["lab_cpu"]]
+    ends = [task[counter] for task in tasks[1:]] + [clock[counter]]
     parts: Dict[str, float] = {}
     for task, end in zip(tasks, ends):
         key = part_of(task["name"])
-        parts[key] = parts.get(key, 0.0) + (end - task["lab_cpu"]) / count
+        parts[key] = parts.get(key, 0.0) + (end - task[counter]) / count
     return parts
 
 
@@ -468,11 +472,13 @@ def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool
             continue
         middle = sorted(runs[kind], key=lambda run: run["wall"])[len(runs[kind]) // 2]
         parts = grouped(phases(middle["clock"], middle["launched"], middle["wall"]))
-        lab_cpu = lab_cpu_by_part(middle["clock"], count)
+        lab_cpu = cpu_by_part(middle["clock"], count)
+        controller_cpu = cpu_by_part(middle["clock"], count, "controller_cpu")
         if parts:
             text.append("\nWhere %s's %.1f s went (median round):\n" % (title, middle["wall"]))
-            text.append(table(["part", "s", "share", "lab host CPU-s per host"],
+            text.append(table(["part", "s", "share", "controller CPU-s per host", "lab host CPU-s per host"],
                               [[name, "%.1f" % seconds, "%.0f%%" % (100 * seconds / middle["wall"]),
+                                "%.3f" % controller_cpu[name] if name in controller_cpu else "-",
                                 "%.2f" % lab_cpu[name] if name in lab_cpu else "-"]
                                for name, seconds in parts], markdown))
     return ratio, "\n".join(text)

@@ -5,9 +5,10 @@
 
 Writes JSON to $PHASE_CLOCK_FILE: the monotonic time the playbook started and ended, and per task
 its name, when it started, when its last host result arrived, how many host results it got, and, with
-$PHASE_CLOCK_CPUACCT naming a cpuacct cgroup, the lab hosts' CPU-seconds so far when it started. (The
-controller's CPU is measured by overhead.py around the whole command: a worker's CPU counts only once it
-is reaped, so per task it would land on the wrong task.)
+$PHASE_CLOCK_CPUACCT naming a cpuacct cgroup, the lab hosts' CPU-seconds so far when it started; with
+$PHASE_CLOCK_CONTROLLER_CPUACCT, the same for the cgroup ansible-playbook runs in (overhead.py's). A cgroup's
+counter grows as its processes run, so each task's CPU lands on that task; os.times() would count a worker's
+CPU only once it is reaped.
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self.tasks.append({"name": task.get_name(), "start": time.monotonic(), "last_result": None, "results": 0,
-                           "lab_cpu": lab_cpu()})
+                           "lab_cpu": cgroup_cpu("PHASE_CLOCK_CPUACCT"),
+                           "controller_cpu": cgroup_cpu("PHASE_CLOCK_CONTROLLER_CPUACCT")})
 
     def _result(self, *_args, **_kwargs):
         if self.tasks:
@@ -56,12 +58,13 @@ class CallbackModule(CallbackBase):
         if path:
             with open(path, "w", encoding="utf-8") as handle:
                 json.dump({"started": self.started, "stats": time.monotonic(), "tasks": self.tasks,
-                           "lab_cpu": lab_cpu()}, handle)
+                           "lab_cpu": cgroup_cpu("PHASE_CLOCK_CPUACCT"),
+                           "controller_cpu": cgroup_cpu("PHASE_CLOCK_CONTROLLER_CPUACCT")}, handle)
 
 
-def lab_cpu():
-    """CPU-seconds of the cpuacct cgroup $PHASE_CLOCK_CPUACCT holds the lab hosts in, or None without it."""
-    path = os.environ.get("PHASE_CLOCK_CPUACCT")
+def cgroup_cpu(variable):
+    """CPU-seconds so far of the cpuacct cgroup the environment variable names, or None without it."""
+    path = os.environ.get(variable)
     if not path:
         return None
     with open(os.path.join(path, "cpuacct.usage"), encoding="utf-8") as handle:

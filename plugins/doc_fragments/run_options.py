@@ -271,7 +271,19 @@ options:
       - A directory is removed only when its C(.diskproof-run) note proves it is this run's - a directory (not a
         symlink) named C(diskproof-<id>) whose note names run C(<id>) and this host; else it is left alone and the
         task says why. Removal never follows symlinks and leaves filesystems mounted inside alone.
-      - Never used when the job ends normally or fails on its own (the role's cleanup removes the directories then).
+      - Never used when the job ends normally or fails on its own (O(remove_when_done), or the role's cleanup,
+        removes the directories then).
+    type: list
+    elements: path
+  remove_when_done:
+    description:
+      - Run directories of this run that the module removes, with everything in them, when the job ends - done,
+        failed or cancelled - after its own teardown. The benchmark role passes its plan's C(run_dirs) with the
+        plan's last test, so that no separate cleanup task (a module call per host) is needed; its cleanup task
+        removes them only when that test never got this far (no C(removed_run_dirs) in its result).
+      - The same proof as for O(remove_on_cancel) - a directory whose C(.diskproof-run) note does not prove it this
+        run's and this host's is left alone, and the task fails saying why.
+      - Not used when the option checks fail before the job starts.
     type: list
     elements: path
 """

@@ -8,7 +8,7 @@ Documentation in target_identities.yml beside this file.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import target_identities
+from ansible_collections.diskproof.fleet.plugins.module_utils._identity import target_identities
 
 
 def target_identities_filter(resolved, disks):

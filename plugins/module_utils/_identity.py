@@ -24,6 +24,7 @@ checks are pure. Importable on Python 3.8+ (module side of ansible-core 2.19).
 from __future__ import annotations
 
 import os
+import posixpath
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._parse.errors import ParseError
@@ -321,3 +322,31 @@ def refusal_message(grant: Mapping[str, Any], problems: Sequence[str]) -> str:
     """One message for a refused job: what changed, and what to do."""
     return ("%s grant of %s no longer holds, nothing was run on it: %s; %s"
             % (grant.get("class"), grant.get("device_path") or grant.get("device"), "; ".join(problems), RERUN))
+
+
+# Disk identity copied into every result record, so the report can group peers by model,
+# firmware and capacity and match a baseline by serial.
+IDENTITY_FIELDS = ("model", "serial", "wwn", "firmware", "size_bytes", "rotational", "transport")
+
+
+def target_identities(resolved: Sequence[Mapping[str, Any]], disks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Directory (or raw device, as the target names it) -> identity of the disk under it, from the
+    discover role's facts.
+
+    A target on one physical disk gets that disk's identity; one spanning several disks (md,
+    LVM) gets only the list of disks, since no single model or serial applies (and no ``device``,
+    so bench_run resolves the md/dm device itself for its I/O counters).
+    """
+    identities: Dict[str, Dict[str, Any]] = {}
+    for entry in resolved or []:
+        asked = entry.get("target") or {}
+        path = (asked.get("path") or asked.get("device")) if isinstance(asked, Mapping) else None
+        if not isinstance(path, str) or not path:
+            continue
+        names = [name for name in entry.get("disks") or [] if isinstance(name, str)]
+        identity: Dict[str, Any] = {"device": names[0], "disks": names} if len(names) == 1 else {"disks": names}
+        disk = disks.get(names[0]) if len(names) == 1 else None
+        for field_name in IDENTITY_FIELDS:
+            identity[field_name] = disk.get(field_name) if disk else None
+        identities[posixpath.normpath(path)] = identity
+    return identities

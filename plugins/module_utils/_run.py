@@ -308,6 +308,7 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     lock_run_id=dict(type="str"),
     keep_raw=dict(type="path"),
     remove_on_cancel=dict(type="list", elements="path"),
+    remove_when_done=dict(type="list", elements="path"),
     run_dir=dict(type="dict", options=dict(
         path=dict(type="path", required=True),
         resolved=dict(type="path"),
@@ -392,6 +393,7 @@ class Job:
         self.last_rc = None
         self.succeeded = False      # set by run_job before the teardown: the job ran and no tool failed
         self.partial_removed = None
+        self.removed_run_dirs = None   # those of remove_when_done this call removed; None without that option
         # The module's stdout when it is the pipe to sshd: its reader gone means the controller went away.
         self.controller_pipe = _proc.hangup_watch()
         self.tearing_down = False   # the teardown's own commands are never cut short
@@ -1122,22 +1124,33 @@ def run_job(module: Any, target: Dict[str, Any]) -> Dict[str, Any]:
     if failure is not None:
         messages.append(failure.msg if isinstance(failure, TaskFailed) else str(failure))
     messages.extend(job.problems)
+    removed = {} if job.removed_run_dirs is None else {"removed_run_dirs": job.removed_run_dirs}
     if messages:
-        raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts)
+        raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts, **removed)
     message = failure_message(module.params, job.tool, job.records, job.last_command, job.last_rc)
     if message and module.params["fail_on_error"]:
-        raise TaskFailed(explained(message, job), created=job.created, ansible_facts=facts)
-    return dict(changed=True, created=job.created, ansible_facts=facts)
+        raise TaskFailed(explained(message, job), created=job.created, ansible_facts=facts, **removed)
+    return dict(changed=True, created=job.created, ansible_facts=facts, **removed)
 
 
 def undo(job: "Job", failure: Optional[BaseException]) -> None:
-    """The teardown; after a cancel also this run's directories (the play's always: cleanup never runs then)."""
+    """The teardown, then this run's directories: remove_when_done however the job ended (the plan's last test
+    removes them: one module call per host fewer than a cleanup task), remove_on_cancel after a cancel (the
+    play's always: cleanup never runs then)."""
     job.teardown()
-    if isinstance(failure, (Interrupted, _proc.ControllerGone)):
-        removed, problems = _cancel.remove_run_dirs(job.params["remove_on_cancel"] or [], socket.gethostname())
-        job.problems.extend(problems)
-        if removed:
-            job.record_warnings.append("cancelled: removed %s" % ", ".join(removed))
+    cancelled = isinstance(failure, (Interrupted, _proc.ControllerGone))
+    when_done = job.params["remove_when_done"]
+    run_dirs = list(when_done or [])
+    if cancelled:
+        run_dirs.extend(path for path in job.params["remove_on_cancel"] or [] if path not in run_dirs)
+    removed, problems = _cancel.remove_run_dirs(run_dirs, socket.gethostname()) if run_dirs else ([], [])
+    job.problems.extend(problems)
+    if when_done is not None:
+        # Its presence tells the role's cleanup that this call dealt with the directories: a directory whose note
+        # does not prove it this run's was left alone, and the task fails saying why, rather than removed blindly.
+        job.removed_run_dirs = [path for path in removed if path in when_done]
+    if removed and cancelled:
+        job.record_warnings.append("cancelled: removed %s" % ", ".join(removed))
 
 
 def quiet_stdout() -> None:

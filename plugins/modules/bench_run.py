@@ -54,6 +54,7 @@ notes:
     AWX/AAP cancel of ansible-playbook does to a running module, which gets no signal), the whole group gets
     SIGTERM, one second later SIGKILL, and is reaped; then O(cleanup) runs and the fence, write cache and work
     directory are restored and removed as after any failure, and O(remove_on_cancel) is removed.
+  - O(remove_when_done) is removed last, after the teardown, however the job ended.
 seealso:
   - module: diskproof.fleet.bench_facts
     description: Parses output captured before (nothing is run).
@@ -338,6 +339,15 @@ created:
   type: list
   elements: str
   sample: [/srv/diskproof/d0/diskproof.testfile]
+removed_run_dirs:
+  description:
+    - The directories of O(remove_when_done) this call removed. Its presence says the call dealt with them - one
+      gone already is not listed, one whose note did not prove it this run's was left alone and the task failed
+      saying why.
+  returned: when O(remove_when_done) is given and the job started (option checks passed)
+  type: list
+  elements: str
+  sample: [/srv/diskproof/d0/diskproof-20261126T220000Z-1a2b3c]
 elapsed_s:
   description: Wall-clock seconds the module spent on the task (checks, setup, runs, cleanup, restores).
   returned: always

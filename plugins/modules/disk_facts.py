@@ -430,6 +430,19 @@ ansible_facts:
       type: list
       elements: dict
       sample: [{path: /srv/data1}, {device: /dev/sdc, mode: raw_read}]
+    diskproof_target_identities:
+      description:
+        - Target directory (normalized path) or device, as the target names it, to the identity of the disk under it -
+          C(device), C(disks), C(model), C(serial), C(wwn), C(firmware), C(size_bytes), C(rotational), C(transport)
+          (null fields and no C(device) for a target on several disks, md or LVM). The benchmark role copies it into
+          every result record, so the report can group peers and match a baseline by serial or WWN.
+        - The same as the filter P(diskproof.fleet.target_identities#filter) makes of C(diskproof_targets_resolved) and
+          C(diskproof_disks), made on the host so the controller need not load a filter plugin for every host.
+      returned: always
+      type: dict
+      sample:
+        /srv/diskproof/d0: {device: sdb, disks: [sdb], model: ST4000NM0035, serial: ZC1A2B3C, wwn: "0x5000c500a1b2c3d4",
+                            firmware: TN05, size_bytes: 4000787030016, rotational: true, transport: sata}
     diskproof_targets_resolved:
       description: One entry per target, O(targets) first in order, then the disks O(select) picked.
       returned: always
@@ -880,7 +893,8 @@ class Discovery(object):
             refusals.extend("%s (requested %s) %s: %s" % (label, record["requested"], refusal["code"], refusal["message"])
                             for refusal in record["refusals"])
         facts = {"diskproof_host": host, "diskproof_disks": disks, "diskproof_targets_resolved": targets,
-                 "diskproof_selected_targets": chosen}
+                 "diskproof_selected_targets": chosen,
+                 "diskproof_target_identities": _identity.target_identities(targets, disks)}
         if refusals and params["fail_on_refusal"]:
             self.module.fail_json(msg="%d refusal(s): %s" % (len(refusals), " | ".join(refusals)), refusals=refusals,
                                   ansible_facts=facts)

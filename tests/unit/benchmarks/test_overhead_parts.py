@@ -73,15 +73,31 @@ def test_restore_is_not_counted_as_quiesce(overhead):
     assert groups["restore: start services, release the lock"] > 0
 
 
-def test_lab_cpu_by_part_adds_up_to_the_lab_counter(overhead):
+def test_cpu_by_part_adds_up_to_the_lab_counter(overhead):
     clock = json.loads((FIXTURES / "clock-10-hosts-one-job-cpu.json").read_text())
-    parts = overhead.lab_cpu_by_part(clock, 10)
+    parts = overhead.cpu_by_part(clock, 10)
     assert sum(parts.values()) == pytest.approx((clock["lab_cpu"] - clock["tasks"][0]["lab_cpu"]) / 10)
     # The module calls are where the hosts spend CPU; a controller-only task (the plan shown) costs them none.
     assert parts["the fio job (bench_run: fio, cache drop, device counters)"] == pytest.approx(0.622, abs=0.001)
     assert parts["discover (disk_facts, safety class)"] == pytest.approx(0.303, abs=0.001)
     assert set(parts) <= {part for _words, part in overhead.PARTS} | {overhead.OTHER_PART}
-    assert overhead.lab_cpu_by_part(json.loads((FIXTURES / "clock-2-hosts-one-job.json").read_text()), 2) == {}
+    assert overhead.cpu_by_part(json.loads((FIXTURES / "clock-2-hosts-one-job.json").read_text()), 2) == {}
+    # Captured before phase_clock read the controller's counter: no controller column, rather than a wrong one.
+    assert overhead.cpu_by_part(clock, 10, "controller_cpu") == {}
+
+
+def test_cpu_by_part_of_the_controller_adds_up_and_lands_on_the_tasks_that_spent_it(overhead):
+    clock = json.loads((FIXTURES / "clock-10-hosts-one-job-controller.json").read_text())
+    controller = overhead.cpu_by_part(clock, 10, "controller_cpu")
+    hosts = overhead.cpu_by_part(clock, 10)
+    assert sum(controller.values()) == pytest.approx(
+        (clock["controller_cpu"] - clock["tasks"][0]["controller_cpu"]) / 10)
+    # The plan's part is controller-only (its options templated, argument checks, the plan shown): the hosts spend
+    # nothing there, the controller more than in any other part; the module calls cost both.
+    plan = "plan (bench_plan) and show it"
+    assert hosts[plan] < 0.001 and controller[plan] == max(controller.values()) == pytest.approx(0.593, abs=0.001)
+    for part in ("discover (disk_facts, safety class)", "the fio job (bench_run: fio, cache drop, device counters)"):
+        assert controller[part] > 0.3 and hosts[part] > 0.5
 
 
 def test_each_case_is_judged_against_issue_18s_own_target(overhead):
@@ -94,3 +110,20 @@ def test_each_case_is_judged_against_issue_18s_own_target(overhead):
     assert overhead.judge({(10, "quick"): 1.29, (30, "quick"): 1.6}) == (
         ["PASS: quick, ratio 1.29 at 10 hosts (target <= 1.3)", "PASS: quick, ratio 1.60 at 30 hosts (target <= 1.6)"],
         True)
+
+
+def test_the_benchmark_roles_plan_tasks_are_not_counted_as_quiesce(overhead):
+    """Their names mention the quiesce (it checks and makes the plan) but they are the plan's controller side."""
+    plan = "plan (bench_plan) and show it"
+    quiesce = "quiesce: lock, stop services, drop caches, idle window"
+    names = {
+        "diskproof.fleet.benchmark : Validating arguments against arg spec 'request' - Publish the plan's options as "
+        "benchmark_plan_request, for the quiesce to check and make": plan,
+        "diskproof.fleet.benchmark : Hand the plan's options to the quiesce, which checks the plan before it stops "
+        "anything": plan,
+        "diskproof.fleet.benchmark : Take the plan the quiesce made under its lock for exactly these options": plan,
+        "diskproof.fleet.quiesce : Lock the host, stop background jobs, drop caches and wait for an idle window": quiesce,
+        "diskproof.fleet.quiesce : Publish where this host's quiesce state is, which run holds the lock and which "
+        "aborted run it recovered": quiesce,
+    }
+    assert {name: overhead.part_of(name) for name in names} == names

@@ -6,8 +6,9 @@ import dataclasses
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
-    CATALOG, PROFILES, PlanError, Settings, TargetFacts, build_plan, plan_lines, select_tests, target_identities,
+    CATALOG, PROFILES, PlanError, Settings, TargetFacts, build_plan, plan_lines, select_tests,
 )
+from ansible_collections.diskproof.fleet.plugins.module_utils._identity import target_identities
 from ansible_collections.diskproof.fleet.plugins.module_utils._sizing import (
     SizingError, buffered_test_size, check_direct_block_size, check_free_space, evenly_spaced_offsets, round_up,
 )

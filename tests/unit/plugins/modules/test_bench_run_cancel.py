@@ -140,6 +140,39 @@ def test_a_job_that_ends_normally_never_uses_remove_on_cancel(capsys, tmp_path):
     assert ours.exists() and (ours / "diskproof.testfile").exists(), result
 
 
+@pytest.mark.parametrize("tool_exit", [0, 1], ids=["done", "tool-failed"])
+def test_remove_when_done_removes_this_runs_directories_however_the_job_ends(capsys, tmp_path, tool_exit):
+    ours = make_run_dir(tmp_path, "20261125T000000Z-ffff")
+    source = "/dev/zero" if tool_exit == 0 else str(tmp_path / "missing")   # real dd; a missing input fails it
+    code, result = run_module(capsys, argv=["dd", "if=" + source, "of=%s" % (ours / "out"), "bs=4096", "count=4"],
+                              direction="write", device_io=False, remove_when_done=[str(ours)],
+                              remove_on_cancel=[str(ours)])
+    assert not ours.exists(), result
+    assert result["removed_run_dirs"] == [str(ours)]
+    assert (code, bool(result.get("failed"))) == ((0, False) if tool_exit == 0 else (1, True)), result
+    assert len(result["ansible_facts"]["diskproof_results"]) == 1, result
+
+
+def test_remove_when_done_leaves_an_unproven_directory_and_fails_saying_why(capsys, tmp_path):
+    ours = make_run_dir(tmp_path, "20261125T000000Z-gggg")
+    other_host = make_run_dir(tmp_path, "20261125T000000Z-hhhh", host="somewhere-else")
+    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % (ours / "out"), "bs=4096", "count=4"],
+                              direction="write", device_io=False, remove_when_done=[str(ours), str(other_host)])
+    assert code == 1 and result["failed"], result
+    assert not ours.exists() and (other_host / "diskproof.testfile").exists()
+    # Present although one was left alone: the role's cleanup must not remove that one blindly.
+    assert result["removed_run_dirs"] == [str(ours)]
+    reason = "%s left alone: its .diskproof-run note names host 'somewhere-else'" % other_host
+    assert reason in result["msg"], result["msg"]
+    assert result["ansible_facts"]["diskproof_results"], result
+
+
+def test_without_remove_when_done_there_is_no_removed_run_dirs(capsys, tmp_path):
+    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % (tmp_path / "out"), "bs=4096", "count=4"],
+                              direction="write", device_io=False)
+    assert code == 0 and "removed_run_dirs" not in result, result
+
+
 @pytest.mark.parametrize("case, reason", [
     ("no-note", "no .diskproof-run note"),
     ("other-run", "its .diskproof-run note names another run"),

@@ -66,3 +66,22 @@ def test_a_target_item_can_refuse_what_the_module_default_allows(capsys):
     result = run(capsys, {"targets": [{"path": "/dev/shm", "allow_non_disk": False}], "allow_non_disk": True})
     assert [refusal["code"] for refusal in result["ansible_facts"]["diskproof_targets_resolved"][0]["refusals"]] \
         == ["not_a_disk"]
+
+
+@needs_tmpfs_and_disk
+def test_target_identities_are_made_on_the_host_from_the_same_facts_as_the_filter(capsys):
+    """diskproof_target_identities, which the benchmark role copies into every record, is what the
+    target_identities filter makes of the other two facts; a refused target (tmpfs, no disk) gets no device."""
+    from ansible_collections.diskproof.fleet.plugins.module_utils._identity import target_identities
+    result = run(capsys, {"targets": [{"path": "/tmp/"}, {"path": "/dev/shm"}]})
+    facts = result["ansible_facts"]
+    identities = facts["diskproof_target_identities"]
+    assert identities == target_identities(facts["diskproof_targets_resolved"], facts["diskproof_disks"])
+    assert sorted(identities) == ["/dev/shm", "/tmp"]   # normalized paths
+    disk = facts["diskproof_targets_resolved"][0]["disks"]
+    if len(disk) == 1:
+        assert identities["/tmp"]["device"] == disk[0] and identities["/tmp"]["size_bytes"] \
+            == facts["diskproof_disks"][disk[0]]["size_bytes"] > 0
+    else:   # md or LVM under /tmp: no single disk's identity applies
+        assert "device" not in identities["/tmp"] and identities["/tmp"]["disks"] == disk
+    assert "device" not in identities["/dev/shm"] and identities["/dev/shm"]["disks"] == []
