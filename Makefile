@@ -78,7 +78,8 @@ apt:
 		echo "apt: installing$$missing"; \
 		apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	fi; \
+	fc-cache -s   # the system font cache, which chromium's first start would write during make test (check-writes)
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt
