@@ -194,8 +194,8 @@ options:
       - The text of a fio job file. The module writes it to a private temporary file (outside the target
         directory), checks it with C(<argv[0]> --parse-only --clocksource=clock_gettime <file>) - fio's own
         message fails the task when fio rejects it - and then runs O(argv) with the file appended, for each measured
-        run. The file is always removed. The check names a clock source only to skip fio's start-up clock test; the
-        measured runs keep fio's own choice.
+        run. The file is removed however the step ends, except by SIGKILL (see O(state_dir)). The check names a
+        clock source only to skip fio's start-up clock test; the measured runs keep fio's own choice.
       - The records keep the text as C(job_file); their C(command) is the argv actually run (with the temporary path).
       - Only with O(argv).
     type: str
@@ -242,7 +242,10 @@ options:
       - The host's quiesce state directory (the C(diskproof.fleet.quiesce) module's O(state_dir); the benchmark role
         passes the one the quiesce role published). Checked like the quiesce module checks it (owned by this user,
         mode without group/world write, no symlink) and created with mode 0700 when O(write_cache=off) needs it.
-      - Holds the original write-cache settings (O(write_cache)) and the lock O(lock_run_id) renews.
+      - Holds the original write-cache settings (O(write_cache)) and the lock O(lock_run_id) renews. When it exists,
+        the temporary O(job_file) is written there too (C(fio-job.PID-START.RANDOM.fio), else in the temporary
+        directory) - a step killed with SIGKILL leaves its file there, and the next fio step or the quiesce module's
+        C(state=restored) removes it.
     type: path
   lock_run_id:
     description:

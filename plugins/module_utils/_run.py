@@ -685,7 +685,7 @@ class Job:
 
     def write_job_file(self):
         text = self.params["job_file"]
-        handle, path = tempfile.mkstemp(prefix="diskproof-", suffix=".fio")
+        handle, path = self.new_job_file()
         self.job_path = path
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
@@ -704,6 +704,19 @@ class Job:
             raise TaskFailed("job_file rejected by %s --parse-only (exit code %s): %s; fix the job file"
                              % (self.argv[0], rc, " | ".join(lines[-8:]) or "(no output)"))
         return path
+
+    def new_job_file(self):
+        """(descriptor, path): in the state directory when it exists and is ours, where a SIGKILLed step's file is
+        removed by the next fio step or the restore (remove_dead_job_files); else in the temporary directory."""
+        if self.params["state_dir"]:
+            try:
+                with _state_dir.StateDir(self.params["state_dir"]) as state:
+                    if state.exists:
+                        state.remove_dead_job_files()
+                        return state.new_job_file()
+            except (_quiesce.QuiesceError, OSError):
+                pass
+        return tempfile.mkstemp(prefix="diskproof-", suffix=".fio")
 
     def read_write_cache(self, commands):
         """The disk's write cache as the tool reads it; RunError when it cannot be read."""

@@ -7,6 +7,8 @@
     StateDir.write(name, doc)     atomic: an unpredictable temporary name opened O_CREAT|O_EXCL|O_NOFOLLOW,
                                   fsync, rename, fsync of the directory
     StateDir.mutex()              flock serialising read-decide-write between module calls on the host
+    StateDir.new_job_file()       a benchmark step's fio job file, named by its pid (O_CREAT|O_EXCL|O_NOFOLLOW, 0600)
+    StateDir.remove_dead_job_files()  the job files of steps no longer running (a SIGKILL leaves its file behind)
     renewed_lock(...)             the lock with its lease renewed by a benchmark step of the same run
     remember_write_cache(...)     the original write-cache setting of a disk, recorded once, before the first toggle
     runs_reusing(...)             a run id already used by another run (the runs file keeps the last ones)
@@ -29,7 +31,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ._flock import wait_for_flock
 from ._paths import component_problem
-from ._quiesce import QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, same_run, utc_iso
+from ._quiesce import (QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, process_alive, process_start, same_run,
+                       utc_iso)
 
 WRITE_CACHE_NAME = "write-cache.json"
 WRITE_CACHE_KIND = "diskproof-write-cache"
@@ -38,6 +41,10 @@ RUNS_KIND = "diskproof-quiesce-runs"
 RUNS_KEPT = 200
 DEFAULT_LEASE_S = 43200
 MUTEX_TIMEOUT_S = 30
+# fio-job.<pid>-<start>.<random>.fio, named by the bench_run that wrote it (its pid and start time, as the lock names a
+# process): a killed step's file is found, a running one's kept, a reused pid told apart.
+JOB_FILE_PREFIX = "fio-job."
+JOB_FILE_SUFFIX = ".fio"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
@@ -202,6 +209,33 @@ class StateDir:
         except FileNotFoundError:
             return
         os.fsync(self._need())
+
+    def new_job_file(self) -> Tuple[int, str]:
+        """(descriptor open for writing, path) of a new private job file of this process."""
+        pid = os.getpid()
+        name = "%s%d-%s.%s%s" % (JOB_FILE_PREFIX, pid, process_start(pid), secrets.token_hex(8), JOB_FILE_SUFFIX)
+        descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=self._need())
+        return descriptor, self.path_of(name)
+
+    def remove_dead_job_files(self, proc_root: str = "/proc") -> List[str]:
+        """Remove the job files whose writer is gone (a step killed before it could remove its own); their names.
+        Only regular files of ours named as new_job_file names them; a running step's file stays."""
+        removed = []
+        for name in sorted(os.listdir(self._need())):
+            if not (name.startswith(JOB_FILE_PREFIX) and name.endswith(JOB_FILE_SUFFIX)):
+                continue
+            pid, _dash, start = name[len(JOB_FILE_PREFIX):].split(".", 1)[0].partition("-")
+            if not (pid.isdigit() and start.isdigit()) or process_alive(int(pid), int(start), proc_root):
+                continue
+            try:
+                info = os.stat(name, dir_fd=self._need(), follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and info.st_uid == self.euid:
+                    os.unlink(name, dir_fd=self._need())
+                    removed.append(name)
+            except FileNotFoundError:
+                continue
+        return removed
 
     @contextlib.contextmanager
     def mutex(self, timeout_s: float = MUTEX_TIMEOUT_S) -> Iterator[None]:

@@ -16,8 +16,9 @@ description:
     of the configured services run; write the state file; stop them; C(sync) and drop the page cache; wait for an
     idle window on the target disks and record what it saw.
   - O(state=restored) starts exactly the services the state file records as running, puts back the drives' original
-    write-cache settings a killed benchmark step left recorded, removes the state file and releases the lock. It
-    restores a dead run's leftovers too (controller killed, host cut off mid-run).
+    write-cache settings a killed benchmark step left recorded, removes the fio job files of benchmark steps no
+    longer running (a SIGKILL leaves its own), removes the state file and releases the lock. It restores a dead
+    run's leftovers too (controller killed, host cut off mid-run).
   - The lock (C(quiesce.lock)) and the state file (C(quiesce-state.json)) live in O(state_dir); the state file is
     written before anything is stopped. Their formats are in C(docs/quiesce.md) of the collection.
   - A lock is taken over only when its run certainly is gone - the host rebooted since, or the run's
@@ -410,6 +411,14 @@ write_cache:
   elements: dict
   sample:
     - {device: sdb, original: true, found: false, restored: true, method: hdparm, run_id: 20261122T100000Z-3f2a9c1b}
+removed_job_files:
+  description:
+    - The fio job files (C(fio-job.PID-START.RANDOM.fio) in O(state_dir)) of benchmark steps that are no longer
+      running, removed. Only a step killed with SIGKILL leaves one; any other end removes its own.
+  returned: when O(state=restored) removed any
+  type: list
+  elements: str
+  sample: [fio-job.48213-1911307.3f9a0c51d2e4b7a8.fio]
 units:
   description:
     - systemd hosts - the per-unit table, one row per configured unit - C(unit), C(before), C(during) and (after a
@@ -1186,6 +1195,9 @@ class Quiesce:
         except q.QuiesceError as error:
             self.fail("restore failed, the write-cache record %s and the lock are kept (run again once fixed): %s"
                       % (self.files.write_cache, error))
+        removed = self.files.opened.remove_dead_job_files()
+        if removed:
+            self.result["removed_job_files"] = removed
         self.release()
         self.result["service_manager"] = state["service_manager"] if state else None
         self.exit("restored: started %s; lock released" % (", ".join(units) or "nothing"), changed=True, started=units)

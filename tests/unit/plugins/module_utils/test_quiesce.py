@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -529,6 +531,43 @@ def test_reading_never_follows_a_symlink(tmp_path):
     with sd.StateDir(str(state_dir)) as state:
         lock, error = state.read("quiesce.lock", q.parse_lock)
     assert lock is None and "a symbolic link is never followed" in error
+
+
+def test_job_files_of_steps_no_longer_running_are_removed_and_a_running_ones_kept(tmp_path):
+    """A real child process writes its job file and is SIGKILLed (the file stays, as it would on a host); the sweep
+    removes that one, keeps this live process's file and leaves alone what it did not name (another name, a
+    directory, a symlink, a reused pid with another start time is dead too)."""
+    state_dir = tmp_path / "state"
+    code = ("import os, sys, time\n"
+            "from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd\n"
+            "with sd.StateDir(sys.argv[1]) as state:\n"
+            "    descriptor, path = state.new_job_file()\n"
+            "    os.write(descriptor, b'[job]\\n'); os.close(descriptor)\n"
+            "print(path, flush=True)\n"
+            "time.sleep(60)\n")
+    with sd.StateDir(str(state_dir), create=True) as state:
+        descriptor, mine = state.new_job_file()
+        os.close(descriptor)
+        child = subprocess.Popen([sys.executable, "-c", code, str(state_dir)], stdout=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        try:
+            killed = child.stdout.readline().strip()
+            assert os.path.basename(killed).startswith("fio-job.%d-" % child.pid), killed
+            assert state.remove_dead_job_files() == []                      # still running: kept
+        finally:
+            child.kill()
+            child.communicate(timeout=30)
+        start = q.process_start(os.getpid())
+        reused = "fio-job.%d-%d.00.fio" % (os.getpid(), start + 1)         # this pid, another process's start
+        (state_dir / reused).write_text("")
+        (state_dir / "fio-job.notapid.fio").write_text("")
+        (state_dir / "fio-job.1-1.dir.fio").mkdir()
+        (state_dir / "fio-job.2-2.link.fio").symlink_to(tmp_path / "elsewhere")
+        (state_dir / "write-cache.json").write_text("{}")
+        assert state.remove_dead_job_files() == sorted([os.path.basename(killed), reused])
+    assert sorted(os.listdir(state_dir)) == sorted([os.path.basename(mine), "fio-job.notapid.fio", "fio-job.1-1.dir.fio",
+                                                   "fio-job.2-2.link.fio", "write-cache.json"])
+    assert oct(os.stat(mine).st_mode & 0o777) == "0o600" and mine.startswith(str(state_dir) + os.sep)
 
 
 def test_the_first_recorded_write_cache_original_is_kept():

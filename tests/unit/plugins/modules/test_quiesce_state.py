@@ -325,6 +325,7 @@ def kill_commit_rate_job_with_cache_off(tmp_path, state_dir):
     target_dir.mkdir()
     job, job_file = commit_rate_job(target_dir)
     assert job["write_cache"] == "off" and "fdatasync=1" in job_file
+    state_dir.mkdir(mode=0o700, exist_ok=True)      # as a run's quiesce leaves it
     args = {"argv": job["argv"], "job_file": job_file, "test": job["test"], "target": job["target"],
             "params": job["params"], "write_cache": "off", "repeats": 1, "device_io": False,
             "state_dir": str(state_dir)}
@@ -350,14 +351,16 @@ def kill_commit_rate_job_with_cache_off(tmp_path, state_dir):
             bench.kill()
     assert bench.returncode == -signal.SIGKILL
     assert cache.read_text() == "0\n"                           # the kill left the cache off
-    return folder, cache, log, args
+    # ... and its job file, in the state directory (named by its pid), not in the host's temporary directory
+    (left,) = [path.name for path in state_dir.iterdir() if path.name.startswith("fio-job.%d-" % bench.pid)]
+    return folder, cache, log, args, left
 
 
 def test_sigkill_with_the_cache_off_then_the_restore_puts_back_the_original(tmp_path):
     """restore (playbooks/restore.yml's call) after a commit-rate job killed with the cache off: on, not off."""
     state_dir = tmp_path / "state"
     assert not run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-killed", CONTROLLER_A)).get("failed")
-    folder, cache, log, _args = kill_commit_rate_job_with_cache_off(tmp_path, state_dir)
+    folder, cache, log, _args, left = kill_commit_rate_job_with_cache_off(tmp_path, state_dir)
     recorded = read_json(state_dir / "write-cache.json")["devices"][DEVICE]
     assert recorded["enabled"] is True and recorded["method"] == "hdparm"
     # restore.yml runs the quiesce module with a fresh run id, from the same controller whose run is gone
@@ -369,11 +372,12 @@ def test_sigkill_with_the_cache_off_then_the_restore_puts_back_the_original(tmp_
     assert restored["write_cache"] == [{"device": DEVICE, "original": True, "found": False, "restored": True,
                                         "method": "hdparm", "run_id": None}]
     assert read_json(state_dir / "write-cache.json")["devices"] == {}      # cleared once read back
+    assert restored["removed_job_files"] == [left] and not (state_dir / left).exists()
 
 
 def test_sigkill_with_the_cache_off_then_the_next_run_records_on_as_the_original(tmp_path):
     state_dir = tmp_path / "state"
-    folder, cache, log, args = kill_commit_rate_job_with_cache_off(tmp_path, state_dir)
+    folder, cache, log, args, left = kill_commit_rate_job_with_cache_off(tmp_path, state_dir)
     # the next run's commit-rate step (nothing restored in between): a short real job this time
     args = dict(args, argv=["dd", "if=/dev/zero", "of=%s" % (tmp_path / "target" / "again"), "bs=8192", "count=20",
                             "oflag=dsync"], job_file=None, test="dd_commit_again")
