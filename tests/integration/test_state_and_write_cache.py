@@ -2,7 +2,7 @@
 playbook qstate_run.yml):
 
 1. A commit-rate step (the fio_commit_rate job bench_plan makes, its job file rendered from the role's template)
-   runs with the write cache off; its bench_facts process is SIGKILLed on the host mid-job. The cache stays off,
+   runs with the write cache off; its bench_run process is SIGKILLed on the host mid-job. The cache stays off,
    the recorded original says on; playbooks/restore.yml puts back ON (not off), reads it back and clears the record.
 2. A second run given the same quiesce_run_id while the first holds the lock is refused, naming the first; after
    the first ended it is still refused (the id was used).
@@ -171,7 +171,7 @@ def comm_of(pid: int):
 
 
 def step_and_tool():
-    """(bench_facts pid, its fio processes) once fio runs: the step renewed the lock naming itself as holder."""
+    """(bench_run pid, its fio processes) once fio runs: the step renewed the lock naming itself as holder."""
     lock = read_json(STATE_DIR + "/quiesce.lock") or {}
     module = (lock.get("host") or {}).get("pid")
     if not module or "python" not in (comm_of(module) or ""):
@@ -190,7 +190,7 @@ def test_sigkill_mid_commit_rate_then_restore_yml_puts_back_the_original(qstate_
             assert process.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]   # ended early: say why
             return step_and_tool()
 
-        module, _tools = wait_for("bench_facts running fio", running, 120)
+        module, _tools = wait_for("bench_run running fio", running, 120)
         wait_for("the stand-in cache off", lambda: must("cat %s/cache" % STANDIN).strip() == "0", 60)
         recorded = read_json(STATE_DIR + "/write-cache.json")
         assert recorded["devices"][DEVICE]["enabled"] is True, recorded
@@ -211,6 +211,9 @@ def test_sigkill_mid_commit_rate_then_restore_yml_puts_back_the_original(qstate_
     assert rc != 0
     assert must("cat %s/cache" % STANDIN).strip() == "0"       # left off by the kill
     assert read_json(STATE_DIR + "/write-cache.json")["devices"][DEVICE]["enabled"] is True
+    # the killed step's job file, left in the state directory (named by its pid), not in the host's /tmp
+    left = must("ls -A %s" % STATE_DIR).split()
+    assert [name for name in left if name.startswith("fio-job.%d-" % module)], left
     started = time.monotonic()
     rc, output = run_playbook(tmp_path, "restore", "quiesce_state_dir=%s" % STATE_DIR, playbook=RESTORE)
     TIMINGS["restore.yml"] = time.monotonic() - started
@@ -220,6 +223,7 @@ def test_sigkill_mid_commit_rate_then_restore_yml_puts_back_the_original(qstate_
     assert read_json(STATE_DIR + "/write-cache.json")["devices"] == {}
     assert read_json(STATE_DIR + "/quiesce.lock") is None
     assert "changed=1" in output
+    assert not [name for name in must("ls -A %s" % STATE_DIR).split() if name.startswith("fio-job.")]
 
 
 def test_reused_run_id_refused_while_held_and_after(qstate_lab, tmp_path):
