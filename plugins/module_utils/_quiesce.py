@@ -6,7 +6,6 @@ Everything the quiesce module decides lives here, as functions of text and plain
 rule is a table in tests/unit/plugins/module_utils/test_quiesce.py:
 
     lock_verdict(lock, run_id, controller, host_boot_id, now, alive)  free | ours | held | stale | reused
-    new_lock(...), new_state(...), parse_lock(text), parse_state(text)  the two JSON files
     candidate_units(manager, services, timers)                      what to look at, per manager
     SystemdServices(run), SysvServices(run, ...)                    status / stop / start, argv only
     select_to_stop(statuses)                                        running -> stop, the rest stays
@@ -24,8 +23,6 @@ commands are run by a caller-supplied function, never here. Errors raise Quiesce
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
 import re
 import stat
@@ -33,18 +30,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 
 from ._parse.errors import ParseError
 from ._parse.proc_cgroup import parse_proc_cgroup
-from ._parse.proc_pid_stat import parse_proc_stat
 from ._parse.systemctl import parse_list_units, parse_systemctl_show, parse_systemd_time, parse_timespan, timer_entries
-
-SCHEMA = 1
-LOCK_NAME = "quiesce.lock"
-STATE_NAME = "quiesce-state.json"
-MUTEX_NAME = ".quiesce.mutex"
-LOCK_KIND = "diskproof-quiesce-lock"
-STATE_KIND = "diskproof-quiesce-state"
-
-SYSTEMD = "systemd"
-SYSV = "sysv"
+from ._state_dir import SYSTEMD, SYSV, QuiesceError, parse_utc_iso, same_controller, same_run, utc_iso
 
 FREE = "free"      # no lock
 OURS = "ours"      # this run holds it
@@ -53,140 +40,8 @@ STALE = "stale"    # another run holds it and is certainly gone: take over, rest
 REUSED = "reused"  # another run (another controller process) holds it under this very run id: refuse
 
 SECTOR_BYTES = 512
-ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 Runner = Callable[[List[str]], Tuple[int, str, str]]
-
-
-class QuiesceError(Exception):
-    """Anything the quiesce logic cannot do or read; the message says what and why."""
-
-
-# --------------------------------------------------------------------------------------------
-# time and process identity
-
-
-def utc_iso(timestamp: float) -> str:
-    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc).strftime(ISO_FORMAT)
-
-
-def parse_utc_iso(text: str) -> float:
-    try:
-        moment = datetime.datetime.strptime(text, ISO_FORMAT)
-    except (TypeError, ValueError):
-        raise QuiesceError("not an ISO 8601 UTC time (YYYY-MM-DDTHH:MM:SSZ): %r" % (text,))
-    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-def process_start(pid: Any, proc_root: str = "/proc") -> Optional[int]:
-    """Start time (ticks since boot) of a live process; None when it is gone or a zombie."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return None
-    try:
-        with open(os.path.join(proc_root, str(pid), "stat")) as handle:
-            state, start = parse_proc_stat(handle.read())
-    except (OSError, ParseError):
-        return None
-    return None if state in ("Z", "X") else start
-
-
-def process_alive(pid: Any, start: Any, proc_root: str = "/proc") -> bool:
-    """The process pid is running and is the same one (same start time, so not a reused pid)."""
-    current = process_start(pid, proc_root)
-    return current is not None and (start is None or current == start)
-
-
-def read_boot_id(proc_root: str = "/proc") -> str:
-    try:
-        with open(os.path.join(proc_root, "sys", "kernel", "random", "boot_id")) as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
-
-
-# --------------------------------------------------------------------------------------------
-# the lock and state files
-
-
-def _require(document: Any, kind: str, what: str) -> Dict[str, Any]:
-    if not isinstance(document, dict) or document.get("kind") != kind:
-        raise QuiesceError("%s is not a diskproof %s (kind %r)" % (what, kind, document.get("kind") if isinstance(document, dict) else None))
-    if document.get("schema") != SCHEMA:
-        raise QuiesceError("%s has schema %r, this collection reads schema %d" % (what, document.get("schema"), SCHEMA))
-    if not isinstance(document.get("run_id"), str) or not document["run_id"]:
-        raise QuiesceError("%s names no run_id" % what)
-    return document
-
-
-def _loads(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise QuiesceError("%s is not valid JSON (%s)" % (what, error))
-
-
-def dumps(document: Mapping[str, Any]) -> str:
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
-
-
-def new_lock(run_id: str, controller: Mapping[str, Any], host_boot_id: str, host_pid: int, host_pid_start: Optional[int],
-             now: float, lease_s: int, phase: str, started: Optional[str] = None) -> Dict[str, Any]:
-    """The lock document: who holds the host, from where, until when at the latest."""
-    return {
-        "schema": SCHEMA,
-        "kind": LOCK_KIND,
-        "run_id": run_id,
-        "phase": phase,
-        "started": started or utc_iso(now),
-        "updated": utc_iso(now),
-        "expires": utc_iso(now + lease_s),
-        "lease_s": lease_s,
-        "controller": {key: controller.get(key) for key in ("host", "user", "pid", "pid_start", "boot_id", "pid_ns")},
-        "host": {"boot_id": host_boot_id, "pid": host_pid, "pid_start": host_pid_start},
-    }
-
-
-def parse_lock(text: str, what: str = "the lock file") -> Dict[str, Any]:
-    lock = _require(_loads(text, what), LOCK_KIND, what)
-    for key in ("controller", "host"):
-        if not isinstance(lock.get(key), dict):
-            raise QuiesceError("%s has no %s section" % (what, key))
-    parse_utc_iso(lock.get("expires"))
-    return lock
-
-
-def new_state(run_id: str, manager: str, services: Sequence[Mapping[str, Any]], now: float, phase: str,
-              **extra: Any) -> Dict[str, Any]:
-    """The state document: what was running and what this run stopped, written before any stop."""
-    state = {
-        "schema": SCHEMA,
-        "kind": STATE_KIND,
-        "run_id": run_id,
-        "phase": phase,
-        "written": utc_iso(now),
-        "service_manager": manager,
-        "services": [dict(service) for service in services],
-    }
-    state.update(extra)
-    return state
-
-
-def parse_state(text: str, what: str = "the state file") -> Dict[str, Any]:
-    state = _require(_loads(text, what), STATE_KIND, what)
-    if state.get("service_manager") not in (SYSTEMD, SYSV):
-        raise QuiesceError("%s names no known service manager (%r)" % (what, state.get("service_manager")))
-    services = state.get("services")
-    valid = isinstance(services, list)
-    if valid:
-        valid = all(isinstance(item, dict) and isinstance(item.get("unit"), str) for item in services)
-    if not valid:
-        raise QuiesceError("%s has no valid services list" % what)
-    return state
-
-
-def services_to_restore(state: Mapping[str, Any]) -> List[str]:
-    """Exactly the units that were running when the run recorded them (stopped or about to be)."""
-    return [item["unit"] for item in state["services"] if item.get("was_running")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,21 +58,6 @@ def describe_holder(lock: Mapping[str, Any]) -> str:
     return "run %s (started %s from controller %s, ansible-playbook pid %s, user %s; phase %s; lease until %s)" % (
         lock.get("run_id"), lock.get("started"), controller.get("host") or "unknown", controller.get("pid") or "unknown",
         controller.get("user") or "unknown", lock.get("phase"), lock.get("expires"))
-
-
-def same_controller(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
-    """Same machine, same boot, same PID namespace: their controller pid can be checked in our process list."""
-    keys = ("host", "boot_id", "pid_ns")
-    return all(mine.get(key) and mine.get(key) == theirs.get(key) for key in keys)
-
-
-RUN_KEYS = ("host", "boot_id", "pid_ns", "pid", "pid_start")
-
-
-def same_run(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
-    """The same playbook run: no identity key (controller host, boot, PID namespace, ansible-playbook pid and start)
-    known on both sides differs. Without any identity (a direct module call) a run cannot be told apart: same."""
-    return all(mine.get(key) is None or theirs.get(key) is None or mine.get(key) == theirs.get(key) for key in RUN_KEYS)
 
 
 def lock_verdict(lock: Optional[Mapping[str, Any]], run_id: str, controller: Mapping[str, Any], host_boot_id: str,

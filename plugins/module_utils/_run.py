@@ -49,15 +49,12 @@ from ._parse.records import (
     tool_errors,
 )
 from ._parse.errors import ParseError
-from ._parse.write_cache import parse_write_cache
-from ._fence import CacheFence, FenceError, fence_setup_advice, pid_alive, plan_fence, remove_stale_fences
 from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
 from ._tree import remove_tree
 from ._version_probe import ask_version
-from ._write_cache import write_cache_commands, write_cache_transport
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _identity, _paths
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
-from ansible_collections.diskproof.fleet.plugins.module_utils import _proc, _quiesce, _state_dir, _steady
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _paths, _proc, _state_dir
+# The cache fence, the write cache, raw grants and SSD steady state are imported where a job needs them: AnsiballZ
+# ships source, and each call compiles what it imports (most jobs use none of them).
 
 
 class RunError(Exception):
@@ -453,6 +450,7 @@ class Job:
         if params["write_cache"] == "off":
             self.plan_write_cache()
         if params["cache_fence_bytes"] is not None:
+            from ._fence import FenceError, plan_fence
             try:
                 self.fence_layout = plan_fence(os.getpid(), secrets.token_hex(4))
             except FenceError as error:
@@ -471,6 +469,7 @@ class Job:
         if not self.device:
             raise TaskFailed("write_cache=off needs the whole disk in target.device (for example sdb or nvme0n1); "
                              "it is unknown for target.path %r" % self.target.get("path"))
+        from ._write_cache import write_cache_commands, write_cache_transport
         transport, why = write_cache_transport(self.device)
         if transport is None:
             raise TaskFailed("write_cache=off: %s has no volatile write cache control (%s); run without write_cache "
@@ -571,6 +570,8 @@ class Job:
         grant = self.target.get("grant") if self.target.get("kind") == "raw" else None
         if grant is None:
             return
+        from . import _identity
+        from ._parse.wipefs import wipefs_result
         try:
             grant = _identity.check_grant(grant)
         except _identity.IdentityError as error:
@@ -714,12 +715,13 @@ class Job:
                     if state.exists:
                         state.remove_dead_job_files()
                         return state.new_job_file()
-            except (_quiesce.QuiesceError, OSError):
+            except (_state_dir.QuiesceError, OSError):
                 pass
         return tempfile.mkstemp(prefix="diskproof-", suffix=".fio")
 
     def read_write_cache(self, commands):
         """The disk's write cache as the tool reads it; RunError when it cannot be read."""
+        from ._parse.write_cache import parse_write_cache
         transport = self.write_cache_plan[0]
         rc, stdout, stderr = self.run(commands.get)
         text = join_output(stdout, stderr).decode("utf-8", "replace")
@@ -769,6 +771,7 @@ class Job:
                              % (commands.tool, self.device, shlex.join(commands.off)))
 
     def enter_fence(self):
+        from ._fence import CacheFence, fence_setup_advice, pid_alive, remove_stale_fences
         # A module SIGKILLed inside its fence (OOM, kill -9) could not remove it: the next fenced job does.
         removed, problems = remove_stale_fences(self.fence_layout.home, pid_alive)
         if removed:
@@ -824,6 +827,7 @@ class Job:
                                  started=started, finished=finished, command=argv, exit_code=rc,
                                  raw_sha256=sha256_hex(raw), device_io=device_io, tool_version=version)
             if result.get("steadystate") is not None:
+                from . import _steady
                 _steady.apply(record, result["steadystate"])   # the window's means become the figures
             if want_io and device_io is None:
                 record["warnings"].append("device_io unknown: no block device for target.path %r"
@@ -989,18 +993,18 @@ class Job:
             with _state_dir.StateDir(self.params["state_dir"], create=True) as state, state.mutex():
                 document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
                 if error:
-                    raise _quiesce.QuiesceError(error + "; restore the write caches it names by hand, then remove it")
+                    raise _state_dir.QuiesceError(error + "; restore the write caches it names by hand, then remove it")
                 document = document or _state_dir.new_write_cache_doc()
                 wwid = _state_dir.read_wwid(self.device)
                 entry, added = _state_dir.remember_write_cache(document, self.device, enabled, tool, transport,
                                                                self.params["lock_run_id"], time.time(), wwid)
                 if entry.get("wwid") and entry["wwid"] != wwid:
-                    raise _quiesce.QuiesceError("its record names another disk (wwid %s, this one %s): restore that "
-                                                "disk's write cache by hand and remove the %s entry"
-                                                % (entry["wwid"], wwid, self.device))
+                    raise _state_dir.QuiesceError("its record names another disk (wwid %s, this one %s): restore "
+                                                  "that disk's write cache by hand and remove the %s entry"
+                                                  % (entry["wwid"], wwid, self.device))
                 if added:
                     state.write(_state_dir.WRITE_CACHE_NAME, document)
-        except (_quiesce.QuiesceError, OSError) as error:
+        except (_state_dir.QuiesceError, OSError) as error:
             raise TaskFailed("write_cache=off: cannot record the original write cache of %s in %s before switching it "
                              "off: %s" % (self.device, self.params["state_dir"], error))
         return dict(entry)
@@ -1010,7 +1014,7 @@ class Job:
         with _state_dir.StateDir(self.params["state_dir"]) as state, state.mutex():
             document, error = state.read(_state_dir.WRITE_CACHE_NAME, _state_dir.parse_write_cache_doc)
             if error:
-                raise _quiesce.QuiesceError(error)
+                raise _state_dir.QuiesceError(error)
             if document and document["devices"].pop(self.device, None) is not None:
                 state.write(_state_dir.WRITE_CACHE_NAME, document)
 
@@ -1021,8 +1025,8 @@ class Job:
         try:
             with _state_dir.StateDir(self.params["state_dir"]) as state:
                 _state_dir.renew_lease(state, self.params["lock_run_id"], os.getpid(),
-                                       _quiesce.process_start(os.getpid()))
-        except (_quiesce.QuiesceError, OSError) as error:
+                                       _state_dir.process_start(os.getpid()))
+        except (_state_dir.QuiesceError, OSError) as error:
             raise TaskFailed("lock_run_id: %s" % error)
 
     def renew_lease_after(self):

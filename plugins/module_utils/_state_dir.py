@@ -2,24 +2,31 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The quiesce state directory of a host and the small JSON files in it, pure Python (no Ansible imports).
 
-    StateDir(path, create)        a private directory (0700, ours, no symlink), opened once; every file in it is
-                                  opened relative to that directory descriptor with O_NOFOLLOW
-    StateDir.write(name, doc)     atomic: an unpredictable temporary name opened O_CREAT|O_EXCL|O_NOFOLLOW,
-                                  fsync, rename, fsync of the directory
-    StateDir.mutex()              flock serialising read-decide-write between module calls on the host
-    StateDir.new_job_file()       a benchmark step's fio job file, named by its pid (O_CREAT|O_EXCL|O_NOFOLLOW, 0600)
+    new_lock(...), parse_lock(text)   the lock: which run holds the host, its controller and host process
+    new_state(...), parse_state(text) the state file: what was running, what the run stopped
+    process_start(pid), process_alive(pid, start)   a process, told apart from a later one with the same pid
+    same_run(mine, theirs)            the same playbook run, by the controller identity the lock records
+    StateDir(path, create)            a private directory (0700, ours, no symlink), opened once; every file in it
+                                      is opened relative to that directory descriptor with O_NOFOLLOW
+    StateDir.write(name, doc)         atomic: an unpredictable temporary name opened O_CREAT|O_EXCL|O_NOFOLLOW,
+                                      fsync, rename, fsync of the directory
+    StateDir.mutex()                  flock serialising read-decide-write between module calls on the host
+    StateDir.new_job_file()           a benchmark step's fio job file, named by its process (0600, O_EXCL)
     StateDir.remove_dead_job_files()  the job files of steps no longer running (a SIGKILL leaves its file behind)
-    renewed_lock(...)             the lock with its lease renewed by a benchmark step of the same run
-    remember_write_cache(...)     the original write-cache setting of a disk, recorded once, before the first toggle
-    runs_reusing(...)             a run id already used by another run (the runs file keeps the last ones)
+    renewed_lock(...)                 the lock with its lease renewed by a benchmark step of the same run
+    remember_write_cache(...)         a disk's original write-cache setting, recorded once, before the first toggle
+    runs_reusing(...)                 a run id already used by another run (the runs file keeps the last ones)
 
-Used by the quiesce module (lock, state, runs, write-cache restore) and by bench_facts (lease renewal, write-cache
-originals). Errors raise QuiesceError with what is wrong and what to do.
+Used by the quiesce module (lock, state, runs, write-cache restore; _quiesce.py decides on them) and by bench_run
+(lease renewal, write-cache originals, job files). The lock's documents live here rather than in _quiesce.py so that
+a benchmark step does not import the quiesce logic: AnsiballZ ships source, and each call compiles what it imports.
+Errors raise QuiesceError with what is wrong and what to do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import json
 import os
@@ -27,12 +34,23 @@ import pwd
 import secrets
 import stat
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ._flock import wait_for_flock
 from ._paths import component_problem
-from ._quiesce import (QuiesceError, SCHEMA, LOCK_NAME, MUTEX_NAME, parse_lock, process_alive, process_start, same_run,
-                       utc_iso)
+from ._parse.errors import ParseError
+from ._parse.proc_pid_stat import parse_proc_stat
+
+SCHEMA = 1
+LOCK_NAME = "quiesce.lock"
+STATE_NAME = "quiesce-state.json"
+MUTEX_NAME = ".quiesce.mutex"
+LOCK_KIND = "diskproof-quiesce-lock"
+STATE_KIND = "diskproof-quiesce-state"
+
+SYSTEMD = "systemd"
+SYSV = "sysv"
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 WRITE_CACHE_NAME = "write-cache.json"
 WRITE_CACHE_KIND = "diskproof-write-cache"
@@ -48,6 +66,156 @@ JOB_FILE_SUFFIX = ".fio"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+class QuiesceError(Exception):
+    """Anything the quiesce logic cannot do or read; the message says what and why."""
+
+
+# --------------------------------------------------------------------------------------------
+# time and process identity
+
+
+def utc_iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc).strftime(ISO_FORMAT)
+
+
+def parse_utc_iso(text: str) -> float:
+    try:
+        moment = datetime.datetime.strptime(text, ISO_FORMAT)
+    except (TypeError, ValueError):
+        raise QuiesceError("not an ISO 8601 UTC time (YYYY-MM-DDTHH:MM:SSZ): %r" % (text,))
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def process_start(pid: Any, proc_root: str = "/proc") -> Optional[int]:
+    """Start time (ticks since boot) of a live process; None when it is gone or a zombie."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat")) as handle:
+            state, start = parse_proc_stat(handle.read())
+    except (OSError, ParseError):
+        return None
+    return None if state in ("Z", "X") else start
+
+
+def process_alive(pid: Any, start: Any, proc_root: str = "/proc") -> bool:
+    """The process pid is running and is the same one (same start time, so not a reused pid)."""
+    current = process_start(pid, proc_root)
+    return current is not None and (start is None or current == start)
+
+
+def read_boot_id(proc_root: str = "/proc") -> str:
+    try:
+        with open(os.path.join(proc_root, "sys", "kernel", "random", "boot_id")) as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------------------------
+# the lock and state files
+
+
+def _require(document: Any, kind: str, what: str) -> Dict[str, Any]:
+    if not isinstance(document, dict) or document.get("kind") != kind:
+        raise QuiesceError("%s is not a diskproof %s (kind %r)" % (what, kind, document.get("kind") if isinstance(document, dict) else None))
+    if document.get("schema") != SCHEMA:
+        raise QuiesceError("%s has schema %r, this collection reads schema %d" % (what, document.get("schema"), SCHEMA))
+    if not isinstance(document.get("run_id"), str) or not document["run_id"]:
+        raise QuiesceError("%s names no run_id" % what)
+    return document
+
+
+def _loads(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise QuiesceError("%s is not valid JSON (%s)" % (what, error))
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def new_lock(run_id: str, controller: Mapping[str, Any], host_boot_id: str, host_pid: int, host_pid_start: Optional[int],
+             now: float, lease_s: int, phase: str, started: Optional[str] = None) -> Dict[str, Any]:
+    """The lock document: who holds the host, from where, until when at the latest."""
+    return {
+        "schema": SCHEMA,
+        "kind": LOCK_KIND,
+        "run_id": run_id,
+        "phase": phase,
+        "started": started or utc_iso(now),
+        "updated": utc_iso(now),
+        "expires": utc_iso(now + lease_s),
+        "lease_s": lease_s,
+        "controller": {key: controller.get(key) for key in ("host", "user", "pid", "pid_start", "boot_id", "pid_ns")},
+        "host": {"boot_id": host_boot_id, "pid": host_pid, "pid_start": host_pid_start},
+    }
+
+
+def parse_lock(text: str, what: str = "the lock file") -> Dict[str, Any]:
+    lock = _require(_loads(text, what), LOCK_KIND, what)
+    for key in ("controller", "host"):
+        if not isinstance(lock.get(key), dict):
+            raise QuiesceError("%s has no %s section" % (what, key))
+    parse_utc_iso(lock.get("expires"))
+    return lock
+
+
+def new_state(run_id: str, manager: str, services: Sequence[Mapping[str, Any]], now: float, phase: str,
+              **extra: Any) -> Dict[str, Any]:
+    """The state document: what was running and what this run stopped, written before any stop."""
+    state = {
+        "schema": SCHEMA,
+        "kind": STATE_KIND,
+        "run_id": run_id,
+        "phase": phase,
+        "written": utc_iso(now),
+        "service_manager": manager,
+        "services": [dict(service) for service in services],
+    }
+    state.update(extra)
+    return state
+
+
+def parse_state(text: str, what: str = "the state file") -> Dict[str, Any]:
+    state = _require(_loads(text, what), STATE_KIND, what)
+    if state.get("service_manager") not in (SYSTEMD, SYSV):
+        raise QuiesceError("%s names no known service manager (%r)" % (what, state.get("service_manager")))
+    services = state.get("services")
+    valid = isinstance(services, list)
+    if valid:
+        valid = all(isinstance(item, dict) and isinstance(item.get("unit"), str) for item in services)
+    if not valid:
+        raise QuiesceError("%s has no valid services list" % what)
+    return state
+
+
+def services_to_restore(state: Mapping[str, Any]) -> List[str]:
+    """Exactly the units that were running when the run recorded them (stopped or about to be)."""
+    return [item["unit"] for item in state["services"] if item.get("was_running")]
+
+
+def same_controller(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Same machine, same boot, same PID namespace: their controller pid can be checked in our process list."""
+    keys = ("host", "boot_id", "pid_ns")
+    return all(mine.get(key) and mine.get(key) == theirs.get(key) for key in keys)
+
+
+RUN_KEYS = ("host", "boot_id", "pid_ns", "pid", "pid_start")
+
+
+def same_run(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """The same playbook run: no identity key (controller host, boot, PID namespace, ansible-playbook pid and start)
+    known on both sides differs. Without any identity (a direct module call) a run cannot be told apart: same."""
+    return all(mine.get(key) is None or theirs.get(key) is None or mine.get(key) == theirs.get(key) for key in RUN_KEYS)
+
+
+# --------------------------------------------------------------------------------------------
+# the directory
 
 
 def _user(uid: int) -> str:

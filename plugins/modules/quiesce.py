@@ -515,8 +515,8 @@ class Files:
 
     def __init__(self, state_dir):
         self.dir = state_dir
-        self.lock = os.path.join(state_dir, q.LOCK_NAME)
-        self.state = os.path.join(state_dir, q.STATE_NAME)
+        self.lock = os.path.join(state_dir, sd.LOCK_NAME)
+        self.state = os.path.join(state_dir, sd.STATE_NAME)
         self.write_cache = os.path.join(state_dir, sd.WRITE_CACHE_NAME)
         self.opened = None
 
@@ -533,10 +533,10 @@ class Files:
         return self.opened.read(os.path.basename(path), parser)
 
     def read_lock(self):
-        return self.read(self.lock, q.parse_lock)
+        return self.read(self.lock, sd.parse_lock)
 
     def read_state(self):
-        return self.read(self.state, q.parse_state)
+        return self.read(self.state, sd.parse_state)
 
     def read_runs(self):
         return self.read(os.path.join(self.dir, sd.RUNS_NAME), sd.parse_runs_doc)
@@ -578,7 +578,7 @@ class Quiesce:
         self.files = Files(module.params["state_dir"])
         self.run_id = module.params["run_id"]
         self.controller = module.params["controller"] or {}
-        self.boot_id = q.read_boot_id(PROC)
+        self.boot_id = sd.read_boot_id(PROC)
         self.result = dict(changed=False, run_id=self.run_id, lock=None, recovered=None, service_manager=None,
                            services=[], stopped=[], started=[], not_applicable=[], state_file=self.files.state)
         self.warnings = []
@@ -625,12 +625,12 @@ class Quiesce:
         return self.files.mutex()
 
     def new_lock(self, phase, started=None):
-        return q.new_lock(self.run_id, self.controller, self.boot_id, os.getpid(), q.process_start(os.getpid(), PROC),
-                          time.time(), self.params["lease"], phase, started)
+        return sd.new_lock(self.run_id, self.controller, self.boot_id, os.getpid(), sd.process_start(os.getpid(), PROC),
+                           time.time(), self.params["lease"], phase, started)
 
     def verdict(self, lock):
         return q.lock_verdict(lock, self.run_id, self.controller, self.boot_id, time.time(),
-                              lambda pid, start: q.process_alive(pid, start, PROC))
+                              lambda pid, start: sd.process_alive(pid, start, PROC))
 
     def settle(self, backend, units, running):
         """Poll until every unit is (not) running: SysV daemons write their pidfile after forking."""
@@ -649,7 +649,7 @@ class Quiesce:
         they were stopped (else each runs its job at once), then start, then read every recorded unit again
         for the per-unit table (before / during / after)."""
         backend = self.backend(state["service_manager"])
-        units = q.services_to_restore(state)
+        units = sd.services_to_restore(state)
         skipped = []
         if state["service_manager"] == q.SYSTEMD:
             skipped = q.missed_runs([item for item in state["services"] if item.get("was_running")], time.time())
@@ -820,7 +820,7 @@ class Quiesce:
             cpu_busy = (cpu_after - cpu_before) / (end - begin) / cpus if counter else None
             jobs = running_jobs() if running_jobs else []
             sample = q.idle_sample(before, after, end - begin, devices, load1, cpus, thresholds, cpu_busy, jobs)
-            sample["at"] = q.utc_iso(time.time())
+            sample["at"] = sd.utc_iso(time.time())
             samples.append(sample)
             waited = time.monotonic() - started
             if sample["idle"] or waited + window > params["idle_timeout"]:
@@ -1011,7 +1011,7 @@ class Quiesce:
                      "masked": plan["masked"], "not_applicable": self.result["not_applicable"],
                      "targets": params["targets"], "units": rows}
             # The state file is on disk before the first stop: whatever happens next, it can be restored.
-            self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "stopping", **extra))
+            self.files.write(self.files.state, sd.new_state(self.run_id, manager, recorded, time.time(), "stopping", **extra))
         except (q.QuiesceError, ParseError, OSError) as error:
             # Nothing stopped yet: give the host back (a re-entrant call keeps the run's earlier quiesce).
             if not reentry:
@@ -1035,7 +1035,7 @@ class Quiesce:
             self.result["stopped"] = to_stop
             self.result["services"] = [dict(s, action="stopped" if s["unit"] in to_stop else
                                             "kept stopped" if s["unit"] in known else "left alone") for s in statuses]
-            self.files.write(self.files.state, q.new_state(self.run_id, manager, recorded, time.time(), "quiesced", **extra))
+            self.files.write(self.files.state, sd.new_state(self.run_id, manager, recorded, time.time(), "quiesced", **extra))
             if params["drop_caches"]:
                 _blockdev.drop_caches()
             else:
@@ -1050,7 +1050,7 @@ class Quiesce:
                 if params["idle_on_timeout"] == "fail":
                     raise q.QuiesceError(message)
                 self.warnings.append(message + " (idle_on_timeout=continue: measuring anyway)")
-            state_doc = q.new_state(self.run_id, manager, recorded, time.time(), "quiesced", idle=idle, checks=checks, **extra)
+            state_doc = sd.new_state(self.run_id, manager, recorded, time.time(), "quiesced", idle=idle, checks=checks, **extra)
             self.files.write(self.files.state, state_doc)
             lock_doc = self.new_lock("quiesced", self.current_lock_started())
             self.files.write(self.files.lock, lock_doc)
@@ -1093,8 +1093,8 @@ class Quiesce:
         if foreign is not None:
             self.result["recovered"] = {"run_id": foreign["run_id"], "reason": reason,
                                         "service_manager": foreign["service_manager"],
-                                        "started": q.services_to_restore(foreign)}
-            self.result["started"] = q.services_to_restore(foreign)
+                                        "started": sd.services_to_restore(foreign)}
+            self.result["started"] = sd.services_to_restore(foreign)
         _top, disks = self.target_disks()
         checks, problems = self.run_checks(disks)
         self.result["checks"] = checks
@@ -1134,7 +1134,7 @@ class Quiesce:
 
     def rollback(self, manager, recorded, reentry, error):
         """Quiesce failed half-way: start what this run stopped, drop its state and lock, then fail."""
-        state = q.new_state(self.run_id, manager, recorded, time.time(), "rolling back")
+        state = sd.new_state(self.run_id, manager, recorded, time.time(), "rolling back")
         try:
             started = self.restore_state(state)
             self.files.remove(self.files.state)
@@ -1171,7 +1171,7 @@ class Quiesce:
                 if params["foreign_lock"] == "skip":
                     self.exit("left alone: " + held, left_alone=held, holder=lock)
                 self.fail("refusing to restore: %s. If that run is gone, run again with force=true" % held, holder=lock)
-            units = q.services_to_restore(state) if state else []
+            units = sd.services_to_restore(state) if state else []
             foreign = state is not None and state["run_id"] != self.run_id
             if foreign:
                 self.result["recovered"] = {"run_id": state["run_id"], "reason": verdict.reason if lock else

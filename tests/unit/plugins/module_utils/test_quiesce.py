@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.diskstats import parse_diskstats
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.loadavg import parse_loadavg
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mdstat import parse_mdstat
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "quiesce"
-NOW = q.parse_utc_iso("2026-11-22T10:00:00Z")
+NOW = sd.parse_utc_iso("2026-11-22T10:00:00Z")
 HOUR = 3600
 
 
@@ -37,8 +38,8 @@ def lock_of(run_id="run-a", controller=None, host=None, expires=NOW + HOUR):
     controller = dict({"host": "ctl1", "boot_id": "cboot", "pid_ns": "pid:[1]", "pid": 1500, "pid_start": 8000,
                        "user": "root"}, **(controller or {}))
     host = dict({"boot_id": "hboot", "pid": 700, "pid_start": 50}, **(host or {}))
-    return {"schema": 1, "kind": q.LOCK_KIND, "run_id": run_id, "phase": "quiesced", "started": "2026-11-22T09:00:00Z",
-            "updated": "2026-11-22T09:00:05Z", "expires": q.utc_iso(expires), "controller": controller, "host": host}
+    return {"schema": 1, "kind": sd.LOCK_KIND, "run_id": run_id, "phase": "quiesced", "started": "2026-11-22T09:00:00Z",
+            "updated": "2026-11-22T09:00:05Z", "expires": sd.utc_iso(expires), "controller": controller, "host": host}
 
 
 def never_alive(pid, start):
@@ -102,15 +103,15 @@ def test_describe_holder_names_run_start_and_controller():
 
 
 def test_lock_round_trip():
-    lock = q.new_lock("run-a", {"host": "ctl1", "pid": 5, "extra": "dropped"}, "hboot", 77, 1234, NOW, 600, "quiescing")
-    assert q.parse_lock(q.dumps(lock)) == lock
+    lock = sd.new_lock("run-a", {"host": "ctl1", "pid": 5, "extra": "dropped"}, "hboot", 77, 1234, NOW, 600, "quiescing")
+    assert sd.parse_lock(sd.dumps(lock)) == lock
     assert lock["expires"] == "2026-11-22T10:10:00Z"
     assert lock["controller"] == {"host": "ctl1", "user": None, "pid": 5, "pid_start": None, "boot_id": None, "pid_ns": None}
     assert lock["host"] == {"boot_id": "hboot", "pid": 77, "pid_start": 1234}
 
 
 def test_lock_keeps_its_first_start_time_when_renewed():
-    lock = q.new_lock("run-a", {}, "b", 1, 1, NOW, 600, "quiesced", started="2026-11-22T09:00:00Z")
+    lock = sd.new_lock("run-a", {}, "b", 1, 1, NOW, 600, "quiesced", started="2026-11-22T09:00:00Z")
     assert (lock["started"], lock["updated"]) == ("2026-11-22T09:00:00Z", "2026-11-22T10:00:00Z")
 
 
@@ -128,34 +129,34 @@ def test_lock_keeps_its_first_start_time_when_renewed():
 )
 def test_parse_lock_refuses_what_is_not_a_lock(text, message):
     with pytest.raises(q.QuiesceError, match=message):
-        q.parse_lock(text)
+        sd.parse_lock(text)
 
 
 def test_state_round_trip_and_what_to_restore():
     services = [{"unit": "cron", "was_running": True, "stopped": True},
                 {"unit": "fstrim.timer", "was_running": True, "stopped": False},   # written before its stop
                 {"unit": "atd", "was_running": False}]
-    state = q.new_state("run-a", q.SYSTEMD, services, NOW, "stopping", not_running=["atd"])
-    parsed = q.parse_state(q.dumps(state))
+    state = sd.new_state("run-a", q.SYSTEMD, services, NOW, "stopping", not_running=["atd"])
+    parsed = sd.parse_state(sd.dumps(state))
     assert parsed == state
-    assert q.services_to_restore(parsed) == ["cron", "fstrim.timer"]
+    assert sd.services_to_restore(parsed) == ["cron", "fstrim.timer"]
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [({"service_manager": "upstart"}, "no known service manager"), ({"services": [{"name": "cron"}]}, "no valid services"),
-     ({"kind": q.LOCK_KIND}, "is not a diskproof")],
+     ({"kind": sd.LOCK_KIND}, "is not a diskproof")],
 )
 def test_parse_state_refuses_bad_documents(change, message):
-    state = dict(q.new_state("run-a", q.SYSV, [], NOW, "quiesced"), **change)
+    state = dict(sd.new_state("run-a", q.SYSV, [], NOW, "quiesced"), **change)
     with pytest.raises(q.QuiesceError, match=message):
-        q.parse_state(json.dumps(state))
+        sd.parse_state(json.dumps(state))
 
 
 def test_utc_times():
-    assert q.utc_iso(NOW) == "2026-11-22T10:00:00Z"
+    assert sd.utc_iso(NOW) == "2026-11-22T10:00:00Z"
     with pytest.raises(q.QuiesceError):
-        q.parse_utc_iso("2026-11-22 10:00:00")
+        sd.parse_utc_iso("2026-11-22 10:00:00")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,20 +347,20 @@ def test_process_liveness_by_pid_and_start_time(tmp_path):
     make_proc(tmp_path, 26990, stat)
     make_proc(tmp_path, 31, stat.replace(" R ", " Z ", 1))
     proc = str(tmp_path)
-    assert q.process_start(26990, proc) == 270611
-    assert q.process_alive(26990, 270611, proc) is True
-    assert q.process_alive(26990, 270612, proc) is False   # pid reused by a later process
-    assert q.process_alive(31, None, proc) is False        # zombie
-    assert q.process_alive(404, None, proc) is False
-    assert q.process_start("26990", proc) is None
-    assert q.process_start(True, proc) is None
+    assert sd.process_start(26990, proc) == 270611
+    assert sd.process_alive(26990, 270611, proc) is True
+    assert sd.process_alive(26990, 270612, proc) is False   # pid reused by a later process
+    assert sd.process_alive(31, None, proc) is False        # zombie
+    assert sd.process_alive(404, None, proc) is False
+    assert sd.process_start("26990", proc) is None
+    assert sd.process_start(True, proc) is None
 
 
 def test_read_boot_id(tmp_path):
     (tmp_path / "sys" / "kernel" / "random").mkdir(parents=True)
     (tmp_path / "sys" / "kernel" / "random" / "boot_id").write_text("db6e845c-4a9b\n")
-    assert q.read_boot_id(str(tmp_path)) == "db6e845c-4a9b"
-    assert q.read_boot_id(str(tmp_path / "none")) == ""
+    assert sd.read_boot_id(str(tmp_path)) == "db6e845c-4a9b"
+    assert sd.read_boot_id(str(tmp_path / "none")) == ""
 
 
 class FakeStat:
@@ -464,8 +465,6 @@ def test_physical_disks_are_the_ones_with_a_device(lvm_on_md):
 # ---------------------------------------------------------------------------------------------
 # the state directory and its files (module_utils/_state_dir.py)
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd  # noqa: E402
-
 
 class StatOf:
     """A stand-in os.stat_result: mode and owner only."""
@@ -529,7 +528,7 @@ def test_reading_never_follows_a_symlink(tmp_path):
     (tmp_path / "elsewhere").write_text("{}")
     (state_dir / "quiesce.lock").symlink_to(tmp_path / "elsewhere")
     with sd.StateDir(str(state_dir)) as state:
-        lock, error = state.read("quiesce.lock", q.parse_lock)
+        lock, error = state.read("quiesce.lock", sd.parse_lock)
     assert lock is None and "a symbolic link is never followed" in error
 
 
@@ -557,7 +556,7 @@ def test_job_files_of_steps_no_longer_running_are_removed_and_a_running_ones_kep
         finally:
             child.kill()
             child.communicate(timeout=30)
-        start = q.process_start(os.getpid())
+        start = sd.process_start(os.getpid())
         reused = "fio-job.%d-%d.00.fio" % (os.getpid(), start + 1)         # this pid, another process's start
         (state_dir / reused).write_text("")
         (state_dir / "fio-job.notapid.fio").write_text("")
@@ -581,9 +580,9 @@ def test_the_first_recorded_write_cache_original_is_kept():
 
 
 def test_renewed_lock_extends_the_lease_and_names_the_step():
-    lock = q.new_lock("run-a", {"host": "ctl1"}, "hboot", 700, 50, NOW, 120, "quiesced")
+    lock = sd.new_lock("run-a", {"host": "ctl1"}, "hboot", 700, 50, NOW, 120, "quiesced")
     renewed = sd.renewed_lock(lock, "run-a", NOW + 100, 900, 60, "/s")
-    assert renewed["expires"] == q.utc_iso(NOW + 220) and renewed["updated"] == q.utc_iso(NOW + 100)
+    assert renewed["expires"] == sd.utc_iso(NOW + 220) and renewed["updated"] == sd.utc_iso(NOW + 100)
     assert renewed["host"] == {"boot_id": "hboot", "pid": 900, "pid_start": 60}
     assert renewed["started"] == lock["started"] and renewed["lease_s"] == 120
     with pytest.raises(q.QuiesceError, match="held by run run-a, not by this run \\(run-b\\)"):

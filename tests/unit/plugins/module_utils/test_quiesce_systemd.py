@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
+from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import cgroup2_mount
 from test_quiesce import FakeRunner  # the recording stand-in for systemctl and service
 
@@ -22,7 +23,7 @@ UNITS = ["cron.service", "crond.service", "atd.service", "anacron.service", "qte
 SYSTEMCTL = "/usr/bin/systemctl"
 SHOW = [SYSTEMCTL, "show", "--property=" + ",".join(q.SHOW_PROPERTIES), "--"]
 # When the "before" capture was taken (date -u, and CLOCK_MONOTONIC on that machine right after).
-BEFORE_AT = q.parse_utc_iso("2026-11-25T23:32:35Z")
+BEFORE_AT = sd.parse_utc_iso("2026-11-25T23:32:35Z")
 BEFORE_MONOTONIC = 12317.4
 
 
@@ -102,7 +103,7 @@ def test_timer_facts_from_a_real_capture():
     man_db = before["man-db.timer"]["timer"]
     assert man_db["triggers"] == "man-db.service" and man_db["persistent"] is True
     # RandomizedDelaySec=12h: the catch-up compares the calendar time (00:00), not the delayed elapse.
-    assert man_db["calendar_next_s"] == q.parse_utc_iso("2026-11-26T00:00:00Z")
+    assert man_db["calendar_next_s"] == sd.parse_utc_iso("2026-11-26T00:00:00Z")
     assert man_db["next_elapse"] == "Thu 2026-11-26 07:11:45 UTC"
     assert before["dpkg-db-backup.timer"]["timer"]["persistent"] is False
     tmpfiles = before["systemd-tmpfiles-clean.timer"]["timer"]
@@ -130,7 +131,7 @@ def test_missed_persistent_runs_only_for_timers_we_stopped_whose_calendar_time_p
     # dpkg-db-backup is not Persistent (its missed run is simply skipped by systemd itself).
     assert q.missed_runs(records, BEFORE_AT + 25) == [
         {"timer": "qtest-pers.timer", "service": "qtest-pers.service", "due": "2026-11-25T23:32:40Z"}]
-    assert [item["timer"] for item in q.missed_runs(records, q.parse_utc_iso("2026-11-26T00:00:01Z"))] == [
+    assert [item["timer"] for item in q.missed_runs(records, sd.parse_utc_iso("2026-11-26T00:00:01Z"))] == [
         "qtest-pers.timer", "man-db.timer"]
 
 

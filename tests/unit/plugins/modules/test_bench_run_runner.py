@@ -23,7 +23,7 @@ import tempfile
 import jinja2
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _fence, _run
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _fence, _write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
 
@@ -488,12 +488,16 @@ def test_cache_fence_bounds_the_page_cache_for_real(capsys):
             assert handle.read() == own_before   # back in its own cgroup
         # the cache could not hold the file: most of it reached the disk while dd ran
         assert fenced["device_io"]["write_bytes"] >= 512 * 1024 * 1024 - 2 * fence
-        os.unlink(out)
-        code, result = run_module(capsys, argv=argv, target={"path": base}, drop_caches=True)
-        (free,) = records(result)
-        assert "cache_fence" not in free
-        # unfenced the page cache took it all: the disk saw (almost) nothing of it during the run
-        assert free["device_io"]["write_bytes"] < fenced["device_io"]["write_bytes"] / 2
+        # unfenced the page cache took it all: the disk saw (almost) nothing of it during the run. Up to three tries:
+        # a test in another xdist worker that drops caches calls sync(), which flushes this run's dirty pages too.
+        unfenced = []
+        while len(unfenced) < 3 and (not unfenced or unfenced[-1] >= fenced["device_io"]["write_bytes"] / 2):
+            os.unlink(out)
+            code, result = run_module(capsys, argv=argv, target={"path": base}, drop_caches=True)
+            (free,) = records(result)
+            assert "cache_fence" not in free
+            unfenced.append(free["device_io"]["write_bytes"])
+        assert unfenced[-1] < fenced["device_io"]["write_bytes"] / 2, (unfenced, fenced["device_io"])
     finally:
         shutil.rmtree(base)
 
@@ -524,7 +528,7 @@ def test_cache_fence_needs_a_memory_cgroup(capsys, monkeypatch):
     def none(pid, token, cgroup_root=None, proc_cgroup=None):
         raise _fence.FenceError("no memory cgroup controller: neither ...")
 
-    monkeypatch.setattr(_run, "plan_fence", none)
+    monkeypatch.setattr(_fence, "plan_fence", none)
     code, result = run_module(capsys, argv=["true"], cache_fence_bytes=1 << 26)
     assert code == 1
     assert result["msg"] == "cache_fence_bytes needs a memory cgroup: no memory cgroup controller: neither ..."
@@ -556,7 +560,7 @@ def fake_hdparm(tmp_path, refuse=False, fail_restore=False):
 
 @pytest.fixture
 def sata_disk(monkeypatch):
-    monkeypatch.setattr(_run, "write_cache_transport", lambda device, sys_root=None: ("ata", "SCSI disk with vendor ATA"))
+    monkeypatch.setattr(_write_cache, "write_cache_transport", lambda device, sys_root=None: ("ata", "SCSI disk with vendor ATA"))
 
 
 def test_write_cache_off_during_the_run_and_restored(capsys, tmp_path, monkeypatch, sata_disk):
