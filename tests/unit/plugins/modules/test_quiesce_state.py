@@ -356,6 +356,40 @@ def kill_commit_rate_job_with_cache_off(tmp_path, state_dir):
     return folder, cache, log, args, left
 
 
+def test_sigterm_mid_job_stops_fio_restores_the_cache_and_removes_the_job_file(tmp_path):
+    """A cancel (SIGTERM) mid commit-rate job: fio stopped within seconds, the cache back on, and the job file in the
+    state directory gone with the step (only SIGKILL leaves one)."""
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(mode=0o700)
+    folder, cache, _log = stand_in_hdparm(tmp_path, cache="1")
+    target_dir = tmp_path / "target"
+    target_dir.mkdir()
+    job, job_file = commit_rate_job(target_dir)
+    args = {"argv": job["argv"], "job_file": job_file, "test": job["test"], "target": job["target"],
+            "params": job["params"], "write_cache": "off", "repeats": 1, "device_io": False,
+            "state_dir": str(state_dir)}
+    bench = start_module(tmp_path, "bench_run", args, path_prefix=str(folder))
+    tools = []
+    try:
+        def measuring():
+            tools[:] = [pid for pid in descendants_of(bench.pid) if comm_of(pid) == "fio"]
+            return cache.read_text() == "0\n" and len(tools) >= 2
+        wait_for(measuring, 30, "fio running with the stand-in write cache off")
+        assert [path.name for path in state_dir.iterdir() if path.name.startswith("fio-job.%d-" % bench.pid)]
+        started = time.monotonic()
+        os.kill(bench.pid, signal.SIGTERM)
+        result = finish(bench, timeout=30)
+        stopped_s = time.monotonic() - started
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.communicate(timeout=30)
+    assert result.get("failed") and stopped_s < 10, (stopped_s, result.get("msg"))
+    assert not [pid for pid in tools if os.path.exists("/proc/%d" % pid) and comm_of(pid) == "fio"]
+    assert cache.read_text() == "1\n"
+    assert not [path.name for path in state_dir.iterdir() if path.name.startswith("fio-job.")]
+
+
 def test_sigkill_with_the_cache_off_then_the_restore_puts_back_the_original(tmp_path):
     """restore (playbooks/restore.yml's call) after a commit-rate job killed with the cache off: on, not off."""
     state_dir = tmp_path / "state"
