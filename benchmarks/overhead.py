@@ -17,6 +17,12 @@ counted), and where validate.yml's time went (per phase). Always tears the lab d
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --rounds 5 --markdown
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 -e quiesce_idle_window=2   # any extra var
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --before /tmp/old-checkout  # before/after, same rounds
+    sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --floor       # and bare Ansible running the same jobs
+
+--floor adds, in every round, the Ansible floor (benchmarks/floor.yml): the same job files run by bare
+ansible.builtin.command tasks, nothing else - once as one task call per job (as validate.yml calls bench_run once
+per test), once as one call running all of a host's jobs in sequence. What any Ansible-driven run of these jobs
+pays at least, on the same lab in the same round.
 
 --before runs validate.yml of another checkout of the collection (an older commit, with its
 .ansible/collections link) in every round too, right before this checkout's: before and after are
@@ -52,6 +58,10 @@ LAB = "ovh"
 STATE = pathlib.Path("/run/diskproof-lab") / LAB
 CPUACCT = pathlib.Path("/sys/fs/cgroup/cpuacct")
 FIO_PIDFILE = "/srv/diskproof-overhead-fio.pid"
+FLOOR_PLAYBOOK = ROOT / "benchmarks" / "floor.yml"
+# The floor's two forms: (label suffix, row title, whether a host's jobs run as one task call).
+FLOORS = (("floor", "Ansible floor: ansible.builtin.command, one task call per job", False),
+          ("floor1", "Ansible floor: ansible.builtin.command, one task call running all of a host's jobs", True))
 # Scenarios: what validate.yml runs, and so which job files fio --client runs after it.
 #   one-job: one 10 s fio job per host (fio_rand_read, 1 run) on the device read-only: the fixed cost of a run.
 #   quick:   the quick profile's fio tests with its 2 runs each (fio_rand_read, fio_rand_write, fio_commit_rate:
@@ -279,6 +289,29 @@ def run_fio_client(hosts: Dict[str, Any], jobs: Dict[str, List[str]], out: pathl
     return {"code": code, "wall": wall, "cpu": cpu, "lab_cpu": lab_used, "iops": iops, "read_iops": read_iops}
 
 
+def run_floor(inventory: pathlib.Path, jobs: Dict[str, List[str]], out: pathlib.Path, label: str, lab_cpu: LabCpu,
+              one_call: bool) -> Dict[str, Any]:
+    """benchmarks/floor.yml on the lab: each host's job files as ansible.builtin.command tasks (one call per job, or
+    one call running them all in sequence, one_job_file), with this checkout's ansible.cfg (forks, pipelining,
+    ssh multiplexing) and not the report callback."""
+    floor_jobs = {host: [one_job_file(texts)] if one_call else texts for host, texts in jobs.items()}
+    variables = out / ("floor-jobs-%s.json" % label)
+    variables.write_text(json.dumps({"floor_jobs": floor_jobs}))
+    control = tempfile.mkdtemp(prefix="diskproof-overhead-cp-")
+    # Only phase_clock (a timestamp per task) as an extra callback: an empty list is an error in ansible-core 2.19.
+    env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_SSH_CONTROL_PATH_DIR=control, PHASE_CLOCK_FILE=str(out / ("clock-%s.json" % label)),
+               PHASE_CLOCK_CPUACCT=str(lab_cpu.path), ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="phase_clock")
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(FLOOR_PLAYBOOK), "-e", "@%s" % variables]
+    lab_before = lab_cpu.cpu_seconds()
+    try:
+        code, wall, cpu, _launched = timed(argv, env, label, out / ("%s.log" % label))
+    finally:
+        shutil.rmtree(control, ignore_errors=True)
+    return {"code": code, "wall": wall, "cpu": cpu, "lab_cpu": lab_cpu.cpu_seconds() - lab_before}
+
+
 def _json_documents(text: str) -> List[Dict[str, Any]]:
     decoder = json.JSONDecoder()
     documents, index = [], 0
@@ -363,7 +396,7 @@ def table(header: List[str], rows: List[List[str]], markdown: bool) -> str:
 
 
 def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, extra: Dict[str, Any],
-            before: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+            before: Optional[pathlib.Path] = None, floor: bool = False) -> Dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     spec = out / "spec.yml"
     spec.write_text(spec_text(count))
@@ -401,6 +434,7 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                     raise RuntimeError("warm-up validate.yml of %s failed (exit code %d); see %s"
                                        % (before, warm["code"], out))
             validate_runs, before_runs, fio_runs = [], [], []
+            floor_runs: Dict[str, List[Dict[str, Any]]] = {key: [] for key, _title, _one in FLOORS} if floor else {}
             for number in range(1, rounds + 1):
                 label = "%d-%s-%d" % (count, scenario_name, number)
                 checkouts = [("before", before)] if before is not None else []
@@ -420,13 +454,21 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                     raise RuntimeError("fio --client failed in round %d (exit code %d, %d of %d job results); see %s"
                                        % (number, fio["code"], len(fio["iops"]), expected_runs, out))
                 fio_runs.append(fio)
+                for key, _title, one_call in FLOORS if floor else ():
+                    bare = run_floor(inventory, jobs, out, "%s-%s" % (label, key), lab_cpu, one_call)
+                    if bare["code"] != 0:
+                        raise RuntimeError("the floor (%s) failed in round %d (exit code %d); see %s"
+                                           % (key, number, bare["code"], out))
+                    floor_runs[key].append(bare)
+                    print("  round %d: %s %.1f s (controller %.1f CPU-s, lab hosts %.1f CPU-s)"
+                          % (number, key, bare["wall"], bare["cpu"], bare["lab_cpu"]), flush=True)
                 print("  round %d: validate.yml %.1f s (controller %.1f CPU-s, lab hosts %.1f CPU-s), fio --client "
                       "%.1f s (%.1f, %.1f CPU-s); fio_rand_read IOPS median %.0f vs %.0f"
                       % (number, run["wall"], run["cpu"], run["lab_cpu"], fio["wall"], fio["cpu"], fio["lab_cpu"],
                          statistics.median(figures(run["report"], "fio_rand_read")),
                          statistics.median(fio["read_iops"] or [0.0])),
                       flush=True)
-            result["scenarios"][scenario_name] = {"validate": validate_runs, "fio": fio_runs}
+            result["scenarios"][scenario_name] = {"validate": validate_runs, "fio": fio_runs, **floor_runs}
             if before is not None:
                 result["scenarios"][scenario_name]["before"] = before_runs
         return result
@@ -463,6 +505,12 @@ def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool
              ["fio --client, the same %d job file%s per host" % (jobs, "s" if jobs > 1 else ""), "%.1f" % median_fio,
               " / ".join("%.1f" % wall for wall in fio_walls), "%.3f" % per_host("fio", "cpu"),
               "%.2f" % per_host("fio", "lab_cpu")]]
+    for key, title, _one_call in FLOORS:
+        if runs.get(key):
+            floor_walls = [run["wall"] for run in runs[key]]
+            rows.append(["%s, ratio %.2f" % (title, statistics.median(floor_walls) / median_fio),
+                         "%.1f" % statistics.median(floor_walls), " / ".join("%.1f" % wall for wall in floor_walls),
+                         "%.2f" % per_host(key, "cpu"), "%.2f" % per_host(key, "lab_cpu")])
     text = ["\n## %d hosts, %s (%d fio job%s of 10 s per host): ratio %.2f (validate.yml / fio --client, medians of "
             "%d rounds)\n" % (count, scenario_name, jobs, "s" if jobs > 1 else "", ratio, len(walls)),
             table(["command", "wall s (median)", "each round", "controller CPU-s per host", "lab host CPU-s per host"],
@@ -504,6 +552,8 @@ def main() -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="extra var for validate.yml (k=v or JSON)")
     parser.add_argument("--json", help="write every measured figure here")
     parser.add_argument("--markdown", action="store_true", help="print tables as Markdown (for docs/benchmarks.md)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the same job files as bare ansible.builtin.command tasks in every round")
     parser.add_argument("--before", type=pathlib.Path,
                         help="another checkout whose validate.yml also runs in every round, right before this one's")
     args = parser.parse_args()
@@ -520,7 +570,8 @@ def main() -> int:
     results, texts, ratios = [], [], {}
     try:
         for count in counts:
-            result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra, args.before)
+            result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra, args.before,
+                             args.floor)
             results.append(result)
             for name, runs in result["scenarios"].items():
                 ratios[(count, name)], text = summary(count, name, runs, args.markdown)
@@ -536,7 +587,8 @@ def main() -> int:
                                       "before": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "launched", "clock")}
                                                  for run in runs.get("before", [])],
                                       "fio": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "iops")}
-                                              for run in runs["fio"]]}
+                                              for run in runs["fio"]],
+                                      **{key: runs[key] for key, _title, _one in FLOORS if key in runs}}
                                for name, runs in result["scenarios"].items()}}
                 for result in results]
         pathlib.Path(args.json).write_text(json.dumps(slim, indent=1))

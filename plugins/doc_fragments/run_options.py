@@ -289,6 +289,26 @@ options:
       - Not used when the option checks fail before the job starts.
     type: list
     elements: path
+  restore_when_done:
+    description:
+      - Restore the host when the job ends - done, failed or cancelled - after the teardown and O(remove_when_done),
+        exactly as the C(diskproof.fleet.quiesce) module's C(state=restored) does for run O(lock_run_id) - start the
+        services its state file records as running, put back the drives' recorded write-cache settings, remove dead
+        steps' job files, release the lock. The result's C(restored) says what it did.
+      - The benchmark role sets it on the plan's last test with C(benchmark_restore_when_done=true), so that the
+        restore task (a module call per host) can be skipped; playbooks/validate.yml does that. Use it only on a
+        step after which nothing else of the run needs the host quiesced.
+      - When the restore fails (a service that does not start, a lock another run holds) the task fails saying why,
+        the state file stays, and the quiesce role's restore task runs as without this option. Not used when the
+        option checks fail before the job starts.
+    type: bool
+    default: false
+  lock_controller:
+    description:
+      - The controller identity of the run holding the lock (the C(controller) of the quiesce role's public fact
+        C(quiesce_run_state), as the lock records it). Needed by O(restore_when_done) - a lock with the same run id
+        but another controller run is not this run's, and is not restored.
+    type: dict
 """
 
 

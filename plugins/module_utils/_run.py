@@ -306,6 +306,8 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     keep_raw=dict(type="path"),
     remove_on_cancel=dict(type="list", elements="path"),
     remove_when_done=dict(type="list", elements="path"),
+    restore_when_done=dict(type="bool", default=False),
+    lock_controller=dict(type="dict"),
     run_dir=dict(type="dict", options=dict(
         path=dict(type="path", required=True),
         resolved=dict(type="path"),
@@ -315,7 +317,8 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
 )
 # Options that need another one (AnsibleModule required_by, required_if).
 RUN_REQUIRED_BY = {"creates": "argv", "job_file": "argv", "workdir_owner": "workdir", "lock_run_id": "state_dir"}
-RUN_REQUIRED_IF = [("write_cache", "off", ("state_dir",))]
+RUN_REQUIRED_IF = [("write_cache", "off", ("state_dir",)),
+                   ("restore_when_done", True, ("state_dir", "lock_run_id", "lock_controller"))]
 
 
 def run_options() -> Dict[str, Dict[str, Any]]:
@@ -391,6 +394,7 @@ class Job:
         self.succeeded = False      # set by run_job before the teardown: the job ran and no tool failed
         self.partial_removed = None
         self.removed_run_dirs = None   # those of remove_when_done this call removed; None without that option
+        self.restored = None           # restore_when_done: the quiesce restore's result once it restored the host
         # The module's stdout when it is the pipe to sshd: its reader gone means the controller went away.
         self.controller_pipe = _proc.hangup_watch()
         self.tearing_down = False   # the teardown's own commands are never cut short
@@ -1142,6 +1146,8 @@ def run_job(module: Any, target: Dict[str, Any]) -> Dict[str, Any]:
         messages.append(failure.msg if isinstance(failure, TaskFailed) else str(failure))
     messages.extend(job.problems)
     removed = {} if job.removed_run_dirs is None else {"removed_run_dirs": job.removed_run_dirs}
+    if job.restored is not None:
+        removed["restored"] = job.restored
     if messages:
         raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts, **removed)
     message = failure_message(module.params, job.tool, job.records, job.last_command, job.last_rc)
@@ -1168,6 +1174,28 @@ def undo(job: "Job", failure: Optional[BaseException]) -> None:
         job.removed_run_dirs = [path for path in removed if path in when_done]
     if removed and cancelled:
         job.record_warnings.append("cancelled: removed %s" % ", ".join(removed))
+    if job.params["restore_when_done"]:
+        job.restored = restore_quiesce(job)
+
+
+def restore_quiesce(job: "Job") -> Optional[Dict[str, Any]]:
+    """restore_when_done, after the teardown and the run directories: the quiesce module's restore (state=restored)
+    of this run's lock - the services it stopped started, the drives' recorded write caches put back, the lock
+    released. The plan's last test does it, however the job ended: one module call per host fewer than a restore
+    task, and a cancelled run gives the host back too. None when it could not: the task then fails saying why, the
+    state file stays, and the role's restore task runs as without this option."""
+    from ._restore import Restorer, RestoreFailed   # only the last test of a run compiles the restore
+    params = job.params
+    restorer = Restorer(job.module, params["state_dir"], params["lock_run_id"], params["lock_controller"])
+    try:
+        message = restorer.restore()
+    except (RestoreFailed, _state_dir.QuiesceError, OSError) as error:
+        job.problems.append("restore_when_done: %s" % error)
+        return None
+    finally:
+        for warning in restorer.warnings:
+            job.module.warn("restore_when_done: %s" % warning)
+    return dict(restorer.result, msg=message)
 
 
 def quiet_stdout() -> None:

@@ -276,7 +276,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils import _results, _
 
 # The job options (deprecated here: bench_run's) that mean nothing without argv or sweep.
 RUN_ONLY = ("max_repeats", "setup", "cleanup", "chdir", "workdir", "job_file", "cache_fence_bytes", "keep_raw",
-            "run_dir", "remove_on_cancel", "remove_when_done")
+            "run_dir", "remove_on_cancel", "remove_when_done", "lock_controller")
 DEPRECATION = ("bench_facts runs jobs (argv, sweep and the other job options) only until 1.0.0: "
                "use diskproof.fleet.bench_run, which takes the same options and returns the same records")
 
@@ -288,6 +288,8 @@ def reject_run_options(params):
         given.append("repeats")
     if params["write_cache"] != "unchanged":
         given.append("write_cache")
+    if params["restore_when_done"]:
+        given.append("restore_when_done")
     if given:
         raise _results.TaskFailed("%s only with argv or sweep (they are about running commands)" % ", ".join(given),
                                   created=[])

@@ -54,7 +54,8 @@ notes:
     AWX/AAP cancel of ansible-playbook does to a running module, which gets no signal), the whole group gets
     SIGTERM, one second later SIGKILL, and is reaped; then O(cleanup) runs and the fence, write cache and work
     directory are restored and removed as after any failure, and O(remove_on_cancel) is removed.
-  - O(remove_when_done) is removed last, after the teardown, however the job ended.
+  - O(remove_when_done) is removed last, after the teardown, however the job ended; then, with O(restore_when_done),
+    the host is restored.
 seealso:
   - module: diskproof.fleet.bench_facts
     description: Parses output captured before (nothing is run).
@@ -348,6 +349,14 @@ removed_run_dirs:
   type: list
   elements: str
   sample: [/srv/diskproof/d0/diskproof-20261126T220000Z-1a2b3c]
+restored:
+  description:
+    - What O(restore_when_done) did - the C(diskproof.fleet.quiesce) module's C(state=restored) result (C(msg),
+      C(started), C(service_manager), C(write_cache), C(removed_job_files), C(recovered), C(units) on systemd).
+      Its presence says the host is restored and the lock released (or there was nothing to restore).
+  returned: when O(restore_when_done=true) and the restore succeeded
+  type: dict
+  sample: {msg: "restored: started cron; lock released", started: [cron], service_manager: sysv}
 elapsed_s:
   description: Wall-clock seconds the module spent on the task (checks, setup, runs, cleanup, restores).
   returned: always

@@ -18,7 +18,9 @@ description:
   - O(state=restored) starts exactly the services the state file records as running, puts back the drives' original
     write-cache settings a killed benchmark step left recorded, removes the fio job files of benchmark steps no
     longer running (a SIGKILL leaves its own), removes the state file and releases the lock. It restores a dead
-    run's leftovers too (controller killed, host cut off mid-run).
+    run's leftovers too (controller killed, host cut off mid-run). M(diskproof.fleet.bench_run) with
+    C(restore_when_done) runs this same restore at the end of a run's last benchmark step (the benchmark role's
+    C(benchmark_restore_when_done)).
   - The lock (C(quiesce.lock)) and the state file (C(quiesce-state.json)) live in O(state_dir); the state file is
     written before anything is stopped. Their formats are in C(docs/quiesce.md) of the collection.
   - A lock is taken over only when its run certainly is gone - the host rebooted since, or the run's
@@ -480,7 +482,6 @@ ansible_facts:
       sample: {run_id: 20261122T100000Z-3f2a9c1b, stopped: [cron], idle: {reached: true}}
 """
 
-import contextlib
 import json
 import os
 import time
@@ -489,7 +490,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _proc
 from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
 from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
-from ansible_collections.diskproof.fleet.plugins.module_utils import _write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.cgroup import parse_cpu_stat
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.diskstats import parse_diskstats
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
@@ -497,61 +497,11 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.loadavg imp
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mdstat import parse_mdstat
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import cgroup2_mount
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smart_selftest
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.write_cache import parse_write_cache
+from ansible_collections.diskproof.fleet.plugins.module_utils._restore import PROC, Restorer, RestoreFailed
 
-# TZ=UTC: systemctl prints timestamps in the local zone; the timer rules compare them with UTC.
-LOCALE_C = {"LANG": "C", "LC_ALL": "C", "TZ": "UTC"}
 DEFAULT_TIMERS = ["fstrim.timer", "logrotate.timer", "man-db.timer", "apt-daily.timer", "apt-daily-upgrade.timer",
                   "dnf-makecache.timer", "e2scrub_all.timer", "dpkg-db-backup.timer", "systemd-tmpfiles-clean.timer",
                   "plocate-updatedb.timer", "mlocate-updatedb.timer", "sysstat-collect.timer", "sysstat-summary.timer"]
-MUTEX_TIMEOUT_S = 30
-SETTLE_TIMEOUT_S = 15
-PROC = "/proc"
-
-
-class Files:
-    """The lock, the state, runs and write-cache files in state_dir (module_utils/_state_dir.py: a private directory,
-    files opened relative to it without following symlinks, atomic writes with unpredictable temporary names)."""
-
-    def __init__(self, state_dir):
-        self.dir = state_dir
-        self.lock = os.path.join(state_dir, sd.LOCK_NAME)
-        self.state = os.path.join(state_dir, sd.STATE_NAME)
-        self.write_cache = os.path.join(state_dir, sd.WRITE_CACHE_NAME)
-        self.opened = None
-
-    def open(self, create):
-        """Check (and with create, make) the directory; False when it does not exist. QuiesceError when it is not
-        private: another owner, group/world-writable, a symlink or a parent others may write."""
-        self.opened = sd.StateDir(self.dir, create=create)
-        return self.opened.exists
-
-    def read(self, path, parser):
-        """(document or None, error message or None)."""
-        if self.opened is None or not self.opened.exists:
-            return None, None
-        return self.opened.read(os.path.basename(path), parser)
-
-    def read_lock(self):
-        return self.read(self.lock, sd.parse_lock)
-
-    def read_state(self):
-        return self.read(self.state, sd.parse_state)
-
-    def read_runs(self):
-        return self.read(os.path.join(self.dir, sd.RUNS_NAME), sd.parse_runs_doc)
-
-    def read_write_cache(self):
-        return self.read(self.write_cache, sd.parse_write_cache_doc)
-
-    def write(self, path, document):
-        self.opened.write(os.path.basename(path), document)
-
-    def remove(self, path):
-        self.opened.remove(os.path.basename(path))
-
-    def mutex(self):
-        return self.opened.mutex(MUTEX_TIMEOUT_S)
 
 
 class _PlanWarnings:
@@ -571,24 +521,18 @@ class _PlanWarnings:
             self.module.warn(warning)
 
 
-class Quiesce:
+class Quiesce(Restorer):
+    """The quiesce (state=quiesced), on the restore's plumbing (module_utils/_restore.py), which it also uses to
+    recover what an aborted run left stopped and to roll back a quiesce that failed half-way."""
+
     def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.files = Files(module.params["state_dir"])
-        self.run_id = module.params["run_id"]
-        self.controller = module.params["controller"] or {}
-        self.boot_id = sd.read_boot_id(PROC)
-        self.result = dict(changed=False, run_id=self.run_id, lock=None, recovered=None, service_manager=None,
-                           services=[], stopped=[], started=[], not_applicable=[], state_file=self.files.state)
-        self.warnings = []
+        params = module.params
+        super().__init__(module, params["state_dir"], params["run_id"], params["controller"], params["force"],
+                         params["foreign_lock"], params["lease"])
+        self.params = params
         self._disk_cache = {}
 
     # ---------------------------------------------------------------- plumbing
-
-    def run(self, argv):
-        rc, out, err = self.module.run_command(argv, environ_update=LOCALE_C, expand_user_and_vars=False)
-        return rc, out, err
 
     def flush_warnings(self):
         for warning in self.warnings:
@@ -612,79 +556,6 @@ class Quiesce:
             self.fail("no supported service manager: neither /run/systemd/system nor /etc/init.d exists; "
                       "set service_manager")
         return manager
-
-    def backend(self, manager):
-        if manager == q.SYSTEMD:
-            return q.SystemdServices(self.run, self.module.get_bin_path("systemctl", required=True))
-        return q.SysvServices(self.run, self.module.get_bin_path("service"))
-
-    def guard(self):
-        """The mutex around lock changes; nothing (and no file created) in check mode."""
-        if self.module.check_mode:
-            return contextlib.nullcontext()
-        return self.files.mutex()
-
-    def new_lock(self, phase, started=None):
-        return sd.new_lock(self.run_id, self.controller, self.boot_id, os.getpid(), sd.process_start(os.getpid(), PROC),
-                           time.time(), self.params["lease"], phase, started)
-
-    def verdict(self, lock):
-        return q.lock_verdict(lock, self.run_id, self.controller, self.boot_id, time.time(),
-                              lambda pid, start: sd.process_alive(pid, start, PROC))
-
-    def settle(self, backend, units, running):
-        """Poll until every unit is (not) running: SysV daemons write their pidfile after forking."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while True:
-            statuses = backend.statuses(units)
-            wrong = [status["unit"] for status in statuses if status["running"] is not running]
-            if not wrong or time.monotonic() > deadline:
-                return statuses, wrong
-            time.sleep(0.2)
-
-    def restore_state(self, state):
-        """Start every unit the state records as running; raises QuiesceError when one does not run after.
-
-        systemd: first make the Persistent= timers this run stopped forget a calendar time that passed while
-        they were stopped (else each runs its job at once), then start, then read every recorded unit again
-        for the per-unit table (before / during / after)."""
-        backend = self.backend(state["service_manager"])
-        units = sd.services_to_restore(state)
-        skipped = []
-        if state["service_manager"] == q.SYSTEMD:
-            skipped = q.missed_runs([item for item in state["services"] if item.get("was_running")], time.time())
-            method = backend.forget_missed_runs([item["timer"] for item in skipped])
-            for item in skipped:
-                item["method"] = method
-        if units:
-            backend.start(units)
-            _statuses, wrong = self.settle(backend, units, True)
-            if wrong:
-                raise q.QuiesceError("started %s but not running: %s" % (", ".join(units), ", ".join(wrong)))
-        if state["service_manager"] == q.SYSTEMD:
-            self.report_units(backend, state.get("units") or [], skipped)
-        return units
-
-    def report_units(self, backend, rows, skipped):
-        """The per-unit table after a restore, each unit's state after next to the recorded before and during;
-        a unit whose state differs from before is named in a warning. The skipped jobs get their next run."""
-        after = {status["unit"]: status for status in backend.statuses([row["unit"] for row in rows])}
-        table = []
-        for row in rows:
-            status = after.get(row["unit"]) or {}
-            row = dict(row, after=status.get("state"))
-            if status.get("timer"):
-                row["timer_after"] = status["timer"]
-            row["same"] = q.same_state(row.get("before"), row["after"])
-            table.append(row)
-        for item in skipped:
-            timer = (after.get(item["timer"]) or {}).get("timer") or {}
-            item["next"] = timer.get("next_elapse")
-        changed = [row["unit"] for row in table if not row["same"]]
-        if changed:
-            self.warnings.append("not in the state they were found in before the quiesce (see units): %s"
-                                 % ", ".join(changed))
-        self.result.update(units=table, unit_table=q.unit_table(table), skipped_runs=skipped)
 
     # ---------------------------------------------------------------- targets and checks
 
@@ -849,76 +720,6 @@ class Quiesce:
         runs = runs or sd.new_runs_doc()
         if sd.record_run(runs, self.run_id, self.controller, time.time()):
             self.files.write(os.path.join(self.files.dir, sd.RUNS_NAME), runs)
-
-    def restore_write_caches(self):
-        """Put back every original write-cache setting a benchmark step recorded and did not restore (it was killed),
-        read each back, and forget it once it reads right. QuiesceError naming what could not be restored."""
-        self.result.setdefault("write_cache", [])
-        with self.files.mutex():
-            document, error = self.files.read_write_cache()
-            if error:
-                raise q.QuiesceError("%s; fix or remove it after restoring the write caches it names by hand" % error)
-            if not document or not document["devices"]:
-                return
-            problems = []
-            for device, entry in sorted(document["devices"].items()):
-                outcome, problem = self.restore_write_cache(device, entry)
-                self.result["write_cache"].append(outcome)
-                if problem:
-                    problems.append(problem)
-                else:
-                    del document["devices"][device]
-            self.files.write(self.files.write_cache, document)
-            self.result["changed"] = True
-        if problems:
-            raise q.QuiesceError("; ".join(problems))
-
-    def restore_write_cache(self, device, entry):
-        """(outcome, problem or None) of putting one disk's recorded original back."""
-        wanted = entry["enabled"]
-        word = "on" if wanted else "off"
-        outcome = {"device": device, "original": wanted, "found": None, "restored": False,
-                   "method": entry.get("method"), "run_id": entry.get("run_id")}
-        what = "the write cache of %s (originally %s, recorded %s by run %s)" % (
-            device, word, entry.get("recorded"), entry.get("run_id"))
-        transport, why = _write_cache.write_cache_transport(device)
-        if transport is None:
-            return outcome, "cannot restore %s: %s; if that disk is gone, remove its entry from %s" % (
-                what, why, self.files.write_cache)
-        wwid = sd.read_wwid(device)
-        if entry.get("wwid") and wwid != entry["wwid"]:
-            return outcome, ("not restoring %s: %s is now another disk (wwid %s, recorded %s); restore that disk by "
-                             "hand and remove its entry from %s"
-                             % (what, device, wwid, entry["wwid"], self.files.write_cache))
-        commands = _write_cache.write_cache_commands(transport, device)
-        binary = self.module.get_bin_path(commands.tool)
-        if binary is None:
-            return outcome, "cannot restore %s: %s is not installed" % (what, commands.tool)
-
-        def read():
-            rc, out, err = self.module.run_command([binary] + commands.get[1:], environ_update=LOCALE_C,
-                                                   expand_user_and_vars=False)
-            if rc != 0:
-                raise q.QuiesceError("%s failed (exit %d): %s" % (" ".join(commands.get), rc, (err or out).strip()))
-            try:
-                return parse_write_cache(transport, out + err).enabled
-            except ParseError as error:
-                raise q.QuiesceError("%s: %s" % (" ".join(commands.get), error))
-        manual = " ".join(commands.on if wanted else commands.off)
-        try:
-            outcome["found"] = read()
-            if outcome["found"] != wanted:
-                argv = commands.on if wanted else commands.off
-                rc, out, err = self.module.run_command([binary] + argv[1:], environ_update=LOCALE_C,
-                                                       expand_user_and_vars=False)
-                if rc != 0:
-                    raise q.QuiesceError("%s failed (exit %d): %s" % (manual, rc, (err or out).strip()))
-            outcome["restored"] = read() == wanted
-        except q.QuiesceError as error:
-            return outcome, "cannot restore %s: %s; restore it by hand: %s" % (what, error, manual)
-        if not outcome["restored"]:
-            return outcome, "%s still reads %s after %s; restore it by hand" % (what, "off" if wanted else "on", manual)
-        return outcome, None
 
     # ---------------------------------------------------------------- quiesced
 
@@ -1126,12 +927,6 @@ class Quiesce:
         self.result["recovered"] = {"run_id": foreign["run_id"], "reason": reason,
                                     "service_manager": foreign["service_manager"], "started": started}
 
-    def release(self):
-        with self.files.mutex():
-            lock, _error = self.files.read_lock()
-            if lock is not None and lock["run_id"] == self.run_id:
-                self.files.remove(self.files.lock)
-
     def rollback(self, manager, recorded, reentry, error):
         """Quiesce failed half-way: start what this run stopped, drop its state and lock, then fail."""
         state = sd.new_state(self.run_id, manager, recorded, time.time(), "rolling back")
@@ -1146,61 +941,6 @@ class Quiesce:
                   started=started, stopped=[])
 
     # ---------------------------------------------------------------- restored
-
-    def restore(self):
-        params = self.params
-        if not self.files.open(create=False):
-            self.exit("nothing to restore: %s does not exist" % self.files.dir)
-        with self.guard():
-            lock, lock_error = self.files.read_lock()
-            state, state_error = self.files.read_state()
-            caches, caches_error = self.files.read_write_cache()
-            if caches_error:
-                self.fail("refusing to restore: %s; fix or remove it (it records the drives' original write-cache "
-                          "settings: restore them by hand first)" % caches_error)
-            caches_left = bool(caches and caches["devices"])
-            if lock is None and state is None and not lock_error and not state_error and not caches_left:
-                self.exit("nothing to restore: no lock, no state file and no write-cache record in %s" % self.files.dir)
-            if (lock_error or state_error) and not params["force"]:
-                self.fail("refusing to restore: %s; with force=true the unreadable file is removed" % (lock_error or state_error))
-            if lock_error or state_error:
-                self.warnings.append("force=true: removing %s without restoring anything it names" % (lock_error or state_error))
-            verdict = self.verdict(lock)
-            if verdict.status in (q.HELD, q.REUSED) and not params["force"]:
-                held = "another run holds the lock: %s: %s" % (q.describe_holder(lock), verdict.reason)
-                if params["foreign_lock"] == "skip":
-                    self.exit("left alone: " + held, left_alone=held, holder=lock)
-                self.fail("refusing to restore: %s. If that run is gone, run again with force=true" % held, holder=lock)
-            units = sd.services_to_restore(state) if state else []
-            foreign = state is not None and state["run_id"] != self.run_id
-            if foreign:
-                self.result["recovered"] = {"run_id": state["run_id"], "reason": verdict.reason if lock else
-                                            "its state file was left without a lock",
-                                            "service_manager": state["service_manager"], "started": units}
-            if self.module.check_mode:
-                caches_text = ", restore the write cache of " + ", ".join(sorted(caches["devices"])) if caches_left else ""
-                self.exit("check mode: would start %s%s and release the lock" % (", ".join(units) or "nothing", caches_text),
-                          changed=True, started=units)
-            self.files.write(self.files.lock, self.new_lock("restoring"))
-        if state is not None:
-            try:
-                self.restore_state(state)
-            except q.QuiesceError as error:
-                self.fail("restore failed, the state file %s is kept (run again once fixed): %s" % (self.files.state, error))
-            self.files.remove(self.files.state)
-        if state_error:
-            self.files.remove(self.files.state)
-        try:
-            self.restore_write_caches()
-        except q.QuiesceError as error:
-            self.fail("restore failed, the write-cache record %s and the lock are kept (run again once fixed): %s"
-                      % (self.files.write_cache, error))
-        removed = self.files.opened.remove_dead_job_files()
-        if removed:
-            self.result["removed_job_files"] = removed
-        self.release()
-        self.result["service_manager"] = state["service_manager"] if state else None
-        self.exit("restored: started %s; lock released" % (", ".join(units) or "nothing"), changed=True, started=units)
 
 
 def main():
@@ -1248,8 +988,8 @@ def main():
         if module.params["state"] == "quiesced":
             worker.quiesce()
         else:
-            worker.restore()
-    except (q.QuiesceError, OSError) as error:
+            worker.exit(worker.restore())
+    except (q.QuiesceError, RestoreFailed, OSError) as error:
         worker.fail(str(error))
 
 

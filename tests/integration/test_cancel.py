@@ -17,8 +17,9 @@ cancel) is alive, no process on the host has this run's directory open or as its
 neither the test file nor the run directory exists, and no fence cgroup of the run's modules is
 left. On the systemd host (a PID namespace of its own, so "nothing left" can be read whole) also: no
 dd, fio or sysbench process at all and no transient unit (/run/systemd/transient as before the run).
-Then the next validate.yml run restores what the cancelled run stopped, completes with exit code 0 and
-measures the same tests; every unit is as before the cancelled run, by the host's own init tool
+The cancelled test is the plan's last, so it restores the host itself (validate.yml's restore_when_done): within
+15 s every unit is as before and the lock is released. Then the next validate.yml run completes with exit code 0
+and measures the same tests; every unit is as before the cancelled run, by the host's own init tool
 (labhelpers.unit_states: `systemctl is-active`/`is-enabled` of cron.service and every timer on the
 systemd host, `service cron status` on the SysV host).
 
@@ -38,7 +39,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import pytest
 
 from labhelpers import (BIN, REPO, ansible_env, cron_status, host_init, host_proc, inventory_path, leftover_fences,
-                        needs_root, on_host, running_lab, start_service_everywhere, unit_states)
+                        needs_root, on_host, running_lab, start_service_everywhere, unit_states, wait_for)
 
 SPEC = Path(__file__).resolve().parent / "bcancel_lab.yml"
 LAB = "bcancel"
@@ -47,6 +48,7 @@ HOSTS = tuple(INITS)
 SYSTEMD_HOST = "bcancel-n02"
 TOOLS = ("dd", "fio", "sysbench")
 TARGET = "/srv/diskproof/d0"
+STATE_DIR = "/srv/diskproof-state"      # the lab inventory's quiesce_state_dir
 DEADLINE_S = 5.0          # what the issue asks: nothing left 5 s after the SIGTERM
 KILL_AFTER_S = 5.0        # AWX: SIGKILL 5 s after the SIGTERM
 
@@ -250,8 +252,14 @@ def test_cancel_leaves_no_process_and_no_file_and_the_next_run_completes(bcancel
     # no unit the run could have started.
     assert tools_running(SYSTEMD_HOST) == []
     assert transient_units(SYSTEMD_HOST) == transient_before
+    # Every case cancels the plan's last test, which validate.yml runs with restore_when_done: that step gives the
+    # host back itself (services as before, lock released), which the play's always: restore never does after a
+    # cancel.
+    for host in HOSTS:
+        wait_for("%s restored by its cancelled last test" % host, lambda: unit_states(LAB, host) == before[host], 15)
+        assert on_host(LAB, host, "test -e %s/quiesce.lock" % STATE_DIR).returncode != 0, host
 
-    # The next run: the quiesce restores what the cancelled run stopped, everything is measured.
+    # The next run: nothing left to restore, everything is measured.
     next_id = "after-%s" % run_id
     rerun = start_validate(tmp_path, tests, next_id, runtime_s=5)
     returncode = rerun.wait(timeout=600)

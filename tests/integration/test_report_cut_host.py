@@ -6,8 +6,9 @@ restores it first from that saved state (its quiesce reports the repair as `chan
 and leaves every unit as before the cut run and nothing of either run on its disk.
 
 The lab (rcut_lab.yml) is mixed: one SysV and one systemd host are cut, a SysV host is judged, so
-the cut, the leftover state and the repair are proven on both inits in one run (the always: restore
-of a systemd host in validate.yml is test_cancel.py's rerun). Unit states are
+the cut, the leftover state and the repair are proven on both inits in one run. A host that finishes is restored
+by its last test (benchmark_restore_when_done in validate.yml), on both inits too: the judged SysV host in the
+first run and both healed hosts in the rerun, whose restore task is skipped. Unit states are
 read with each host's own tool (labhelpers.unit_states: `systemctl is-active`/`is-enabled` of
 cron.service and every timer on a systemd host, `service cron status` on a SysV host).
 
@@ -55,6 +56,13 @@ def rcut_lab():
 def read_json(host: str, path: str):
     result = on_host(LAB, host, "cat %s 2>/dev/null" % path)
     return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
+
+
+def restore_task_lines(output: str) -> list:
+    """The host lines of validate.yml's restore task (the quiesce role's restore entry point), sorted."""
+    task = re.search(r"TASK \[diskproof\.fleet\.quiesce : Start exactly[^\n]*\*+\n((?:\w+: \[[^\n]*\n)+)", output)
+    assert task, output
+    return sorted(task.group(1).splitlines())
 
 
 def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rcut_lab, tmp_path):
@@ -109,7 +117,9 @@ def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rc
     for host in JUDGED_HOSTS:
         assert sorted(entry["test"] for entry in by_host[host]) == ["dd_seq_read", "dd_seq_write", "fio_rand_read"]
         assert all(entry["verdict"] == "pass" for entry in by_host[host]), by_host[host]
-        assert unit_states(LAB, host) == before[host], host      # restored by the play's always:
+        assert unit_states(LAB, host) == before[host], host      # restored by its last test
+    # The judged host's last test restored it (benchmark_restore_when_done): the always: restore skipped its call.
+    assert restore_task_lines(output) == ["skipping: [%s]" % host for host in JUDGED_HOSTS], output
     print("\ncut after %.1f s of the play; UNREACHABLE %.1f s after the cut; play ended %.1f s after the cut "
           "(%.1f s in all)" % (cut_at - started, unreachable_after, finished - cut_at, finished - started))
 
@@ -156,6 +166,8 @@ def test_cut_host_is_not_measured_the_rest_are_judged_and_a_rerun_restores_it(rc
         assert "removed %s, left by the aborted run %s" % leftovers[host] in output, output
     assert sorted((entry["host"], entry["test"], entry["verdict"]) for entry in report["results"]) == [
         (host, "dd_seq_write", "pass") for host in CUT_HOSTS]
+    # Both inits restored by the rerun's last test (a systemd and a SysV host), not by the restore task.
+    assert restore_task_lines(output) == ["skipping: [%s]" % host for host in CUT_HOSTS], output
     for host in CUT_HOSTS:
         assert unit_states(LAB, host) == before[host], host
         assert read_json(host, STATE_DIR + "/quiesce-state.json") is None

@@ -77,12 +77,15 @@ DEAD_RUN = "20261122T095500Z-77aa01bc"
     None,   # the quiesce never ran (a benchmark without the quiesce role)
 ], ids=["recovered", "nothing-recovered", "quiesce-skipped", "no-quiesce"])
 def test_the_plan_removes_the_leftovers_of_the_same_run_as_before(quiesce_result):
-    variables = {"quiesce_state_dir": "/srv/diskproof-state", "__quiesce_run_id": "20261126T060000Z-0badcafe"}
+    controller = {"host": "ctl-a", "pid": 4101, "pid_start": 111, "boot_id": "boot-a", "pid_ns": "pid:[1]"}
+    variables = {"quiesce_state_dir": "/srv/diskproof-state", "__quiesce_run_id": "20261126T060000Z-0badcafe",
+                 "__quiesce_controller": controller}
     if quiesce_result is not None:
         variables["__quiesce_result"] = quiesce_result
         published = _render(QUIESCE_SET_FACT, variables)
         assert published["state_dir"] == "/srv/diskproof-state"
         assert published["run_id"] == "20261126T060000Z-0badcafe"
+        assert published["controller"] == controller   # what bench_run's restore_when_done proves the lock with
         state = published
     else:
         state = {"state_dir": "/var/lib/diskproof"}   # the benchmark role's default without quiesce_run_state
@@ -90,3 +93,29 @@ def test_the_plan_removes_the_leftovers_of_the_same_run_as_before(quiesce_result
     before = _render(PRIVATE_LEFTOVERS, variables)
     assert passed == before
     assert passed == ([DEAD_RUN] if quiesce_result and quiesce_result.get("recovered") else [])
+
+
+# benchmark_restore_when_done: the last test's restore, handed to the quiesce role's restore through public variables.
+RESTORED_RUN_ID = next(task for task in yaml.safe_load((REPO / "roles/benchmark/tasks/main.yml").read_text())
+                       if "always" in task)["always"][0]["ansible.builtin.set_fact"]["benchmark_restored_run_id"]
+RESTORE_WHEN = next(task for task in yaml.safe_load((REPO / "roles/quiesce/tasks/restore.yml").read_text())
+                    if "diskproof.fleet.quiesce" in task)["when"]
+THIS_RUN = "20261127T060000Z-0badcafe"
+
+
+@pytest.mark.parametrize("results, expected", [
+    ([{"ansible_facts": {}}, {"ansible_facts": {}, "restored": {"run_id": THIS_RUN, "msg": "restored: ..."}}],
+     THIS_RUN),
+    # the last test's restore failed (no `restored`), or an earlier test's result says nothing of it
+    ([{"ansible_facts": {}, "restored": {"run_id": THIS_RUN}}, {"failed": True, "msg": "restore_when_done: ..."}], ""),
+    ([], ""),                           # no test ran (check mode, a failure before the loop)
+], ids=["restored", "restore-failed", "no-test"])
+def test_the_restore_task_is_skipped_only_after_the_last_test_restored_this_run(results, expected):
+    published = _render(RESTORED_RUN_ID, {"__benchmark_runs": {"results": results}})
+    assert published == expected
+    restore_runs = _render("{{ %s }}" % RESTORE_WHEN, {"quiesce_restored_run_id": published,
+                                                       "__quiesce_run_id": THIS_RUN})
+    assert str(restore_runs) == str(expected != THIS_RUN)    # older cores hand back the text of a bool
+    # a restore an earlier run's last test did never skips this run's
+    assert str(_render("{{ %s }}" % RESTORE_WHEN, {"quiesce_restored_run_id": "20261126T000000Z-0ldrun00",
+                                                   "__quiesce_run_id": THIS_RUN})) == "True"

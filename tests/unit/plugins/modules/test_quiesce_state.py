@@ -442,3 +442,83 @@ def test_a_second_toggle_never_overwrites_the_recorded_original(tmp_path):
     assert result.get("failed") and "setup command 1 failed" in result["msg"], result
     assert cache.read_text() == "1\n"
     assert read_json(state_dir / "write-cache.json")["devices"] == {}
+
+
+# ---------------------------------------------------------------------------------------------- restore_when_done
+
+def restore_step_args(state_dir, argv, controller=None, run_id="run-1"):
+    """The plan's last step as the benchmark role gives it with benchmark_restore_when_done: true (the lock of
+    run_id taken by CONTROLLER_A unless another controller is given)."""
+    return {"argv": argv, "device_io": False, "state_dir": str(state_dir), "lock_run_id": run_id,
+            "lock_controller": controller or CONTROLLER_A, "restore_when_done": True}
+
+
+def test_the_last_step_restores_the_host_its_recorded_write_cache_included(tmp_path):
+    """restore_when_done: after the step, the quiesce module's restore for this run - the write-cache original a
+    killed earlier step left recorded is put back, the state file and the lock are gone, the result says so."""
+    state_dir = tmp_path / "state"
+    assert not run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-1", CONTROLLER_A)).get("failed")
+    assert (state_dir / "quiesce-state.json").exists() and (state_dir / "quiesce.lock").exists()
+    folder, cache, _log = stand_in_hdparm(tmp_path, cache="0")    # left off by the killed step
+    (state_dir / "write-cache.json").write_text(json.dumps({
+        "schema": 1, "kind": "diskproof-write-cache",
+        "devices": {DEVICE: {"enabled": True, "method": "hdparm", "transport": "ata",
+                             "recorded": "2026-11-27T00:00:00Z", "run_id": "run-1", "wwid": None}}}))
+    written = tmp_path / "written"
+    step = ["dd", "if=/dev/zero", "of=%s" % written, "bs=4096", "count=16", "conv=fdatasync"]
+    result = run_module(tmp_path, "bench_run", restore_step_args(state_dir, step), path_prefix=str(folder))
+    assert not result.get("failed"), result.get("msg")
+    assert written.stat().st_size == 65536 and result["ansible_facts"]["diskproof_results"][0]["tool"] == "dd"
+    restored = result["restored"]
+    assert restored["msg"] == "restored: started nothing; lock released", restored
+    assert restored["run_id"] == "run-1" and restored["service_manager"] == "sysv", restored
+    assert [(entry["device"], entry["found"], entry["restored"]) for entry in restored["write_cache"]] == [
+        (DEVICE, False, True)], restored["write_cache"]
+    assert cache.read_text() == "1\n"
+    assert read_json(state_dir / "write-cache.json")["devices"] == {}
+    assert not (state_dir / "quiesce.lock").exists() and not (state_dir / "quiesce-state.json").exists()
+    # the role's restore task, had it run anyway: nothing left to do
+    again = run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-1", CONTROLLER_A, state="restored"))
+    assert not again.get("failed") and again["msg"].startswith("nothing to restore"), again
+
+
+def test_a_cancelled_last_step_still_restores_the_host(tmp_path):
+    """SIGTERM (a cancel) in the middle of the last step: the tool is stopped, and the host is restored too - the
+    play's always: restore never runs after a cancel."""
+    state_dir = tmp_path / "state"
+    assert not run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-1", CONTROLLER_A)).get("failed")
+    bench = start_module(tmp_path, "bench_run", restore_step_args(state_dir, ["sleep", "60"]))
+    try:
+        wait_for(lambda: any(comm_of(pid) == "sleep" for pid in descendants_of(bench.pid)), 30, "the step's sleep")
+        os.kill(bench.pid, signal.SIGTERM)
+        result = finish(bench, timeout=30)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.communicate(timeout=30)
+    assert result.get("failed") and "interrupted by signal 15" in result["msg"], result
+    assert result["restored"]["msg"] == "restored: started nothing; lock released", result
+    assert not (state_dir / "quiesce.lock").exists() and not (state_dir / "quiesce-state.json").exists()
+
+
+def test_the_last_step_never_restores_a_lock_of_another_controller_run(tmp_path):
+    """The same run id in the lock, but another controller run (a reused run id): not this run's lock - the step
+    fails saying why, and the lock and the state file stay for the restore task (which refuses it too)."""
+    state_dir = tmp_path / "state"
+    assert not run_module(tmp_path, "quiesce", quiesce_args(state_dir, "run-1", CONTROLLER_A)).get("failed")
+    marker = tmp_path / "ran"
+    result = run_module(tmp_path, "bench_run", restore_step_args(state_dir, ["touch", str(marker)], CONTROLLER_B))
+    assert result.get("failed"), result
+    assert "restore_when_done: refusing to restore: another run holds the lock" in result["msg"], result["msg"]
+    assert "restored" not in result
+    assert marker.exists()                                  # the step itself ran
+    assert read_json(state_dir / "quiesce.lock")["run_id"] == "run-1"
+    assert read_json(state_dir / "quiesce-state.json")["run_id"] == "run-1"
+
+
+def test_restore_when_done_needs_the_lock_it_restores(tmp_path):
+    result = run_module(tmp_path, "bench_run", {"argv": ["true"], "restore_when_done": True, "device_io": False,
+                                                "state_dir": str(tmp_path)})
+    assert result.get("failed"), result
+    assert "restore_when_done is True but all of the following are missing: lock_run_id, lock_controller" in \
+        result["msg"], result["msg"]
