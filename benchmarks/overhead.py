@@ -18,11 +18,15 @@ counted), and where validate.yml's time went (per phase). Always tears the lab d
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 -e quiesce_idle_window=2   # any extra var
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --before /tmp/old-checkout  # before/after, same rounds
     sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --floor       # and bare Ansible running the same jobs
+    sudo .venv/bin/python benchmarks/overhead.py --hosts 10 --floor floorq,floorq1   # only these floor forms
 
 --floor adds, in every round, the Ansible floor (benchmarks/floor.yml): the same job files run by bare
 ansible.builtin.command tasks, nothing else - once as one task call per job (as validate.yml calls bench_run once
 per test), once as one call running all of a host's jobs in sequence. What any Ansible-driven run of these jobs
-pays at least, on the same lab in the same round.
+pays at least, on the same lab in the same round. The forms floorq and floorq1 put one call before the jobs that
+only holds each host for the quiesce's idle window (sleep quiesce_idle_window, the role's default unless -e sets
+it): the floor of any run that quiesces a host in a call of its own before it runs the jobs, however much of the
+discovery, the plan and the restore it merges into those calls.
 
 --before runs validate.yml of another checkout of the collection (an older commit, with its
 .ansible/collections link) in every round too, right before this checkout's: before and after are
@@ -59,9 +63,14 @@ STATE = pathlib.Path("/run/diskproof-lab") / LAB
 CPUACCT = pathlib.Path("/sys/fs/cgroup/cpuacct")
 FIO_PIDFILE = "/srv/diskproof-overhead-fio.pid"
 FLOOR_PLAYBOOK = ROOT / "benchmarks" / "floor.yml"
-# The floor's two forms: (label suffix, row title, whether a host's jobs run as one task call).
-FLOORS = (("floor", "Ansible floor: ansible.builtin.command, one task call per job", False),
-          ("floor1", "Ansible floor: ansible.builtin.command, one task call running all of a host's jobs", True))
+QUIESCE_DEFAULTS = ROOT / "roles" / "quiesce" / "defaults" / "main.yml"
+# The floor's forms: (label suffix, row title, whether a host's jobs run as one task call, whether a call holding the
+# host for the quiesce's idle window comes first).
+FLOORS = (("floor", "Ansible floor: ansible.builtin.command, one task call per job", False, False),
+          ("floor1", "Ansible floor: ansible.builtin.command, one task call running all of a host's jobs", True, False),
+          ("floorq", "Ansible floor of a quiesced run: an idle-window call (sleep), then one call per job", False, True),
+          ("floorq1", "Ansible floor of a quiesced run: an idle-window call (sleep), then one call for all jobs",
+           True, True))
 # Scenarios: what validate.yml runs, and so which job files fio --client runs after it.
 #   one-job: one 10 s fio job per host (fio_rand_read, 1 run) on the device read-only: the fixed cost of a run.
 #   quick:   the quick profile's fio tests with its 2 runs each (fio_rand_read, fio_rand_write, fio_commit_rate:
@@ -289,14 +298,21 @@ def run_fio_client(hosts: Dict[str, Any], jobs: Dict[str, List[str]], out: pathl
     return {"code": code, "wall": wall, "cpu": cpu, "lab_cpu": lab_used, "iops": iops, "read_iops": read_iops}
 
 
+def idle_window_s(extra: Dict[str, Any]) -> float:
+    """The quiesce's idle window validate.yml waits for: -e quiesce_idle_window, else the quiesce role's default."""
+    if "quiesce_idle_window" in extra:
+        return float(extra["quiesce_idle_window"])
+    return float(yaml.safe_load(QUIESCE_DEFAULTS.read_text())["quiesce_idle_window"])
+
+
 def run_floor(inventory: pathlib.Path, jobs: Dict[str, List[str]], out: pathlib.Path, label: str, lab_cpu: LabCpu,
-              one_call: bool) -> Dict[str, Any]:
+              one_call: bool, idle_s: float = 0.0) -> Dict[str, Any]:
     """benchmarks/floor.yml on the lab: each host's job files as ansible.builtin.command tasks (one call per job, or
-    one call running them all in sequence, one_job_file), with this checkout's ansible.cfg (forks, pipelining,
-    ssh multiplexing) and not the report callback."""
+    one call running them all in sequence, one_job_file), after a call sleeping idle_s when it is above 0, with this
+    checkout's ansible.cfg (forks, pipelining, ssh multiplexing) and not the report callback."""
     floor_jobs = {host: [one_job_file(texts)] if one_call else texts for host, texts in jobs.items()}
     variables = out / ("floor-jobs-%s.json" % label)
-    variables.write_text(json.dumps({"floor_jobs": floor_jobs}))
+    variables.write_text(json.dumps({"floor_jobs": floor_jobs, "floor_idle_s": idle_s}))
     control = tempfile.mkdtemp(prefix="diskproof-overhead-cp-")
     # Only phase_clock (a timestamp per task) as an extra callback: an empty list is an error in ansible-core 2.19.
     env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ.get("PATH", "")), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -396,7 +412,7 @@ def table(header: List[str], rows: List[List[str]], markdown: bool) -> str:
 
 
 def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, extra: Dict[str, Any],
-            before: Optional[pathlib.Path] = None, floor: bool = False) -> Dict[str, Any]:
+            before: Optional[pathlib.Path] = None, floors: Sequence[str] = ()) -> Dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     spec = out / "spec.yml"
     spec.write_text(spec_text(count))
@@ -434,7 +450,7 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                     raise RuntimeError("warm-up validate.yml of %s failed (exit code %d); see %s"
                                        % (before, warm["code"], out))
             validate_runs, before_runs, fio_runs = [], [], []
-            floor_runs: Dict[str, List[Dict[str, Any]]] = {key: [] for key, _title, _one in FLOORS} if floor else {}
+            floor_runs: Dict[str, List[Dict[str, Any]]] = {key: [] for key in floors}
             for number in range(1, rounds + 1):
                 label = "%d-%s-%d" % (count, scenario_name, number)
                 checkouts = [("before", before)] if before is not None else []
@@ -454,8 +470,11 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                     raise RuntimeError("fio --client failed in round %d (exit code %d, %d of %d job results); see %s"
                                        % (number, fio["code"], len(fio["iops"]), expected_runs, out))
                 fio_runs.append(fio)
-                for key, _title, one_call in FLOORS if floor else ():
-                    bare = run_floor(inventory, jobs, out, "%s-%s" % (label, key), lab_cpu, one_call)
+                for key, _title, one_call, quiesce_call in FLOORS:
+                    if key not in floors:
+                        continue
+                    bare = run_floor(inventory, jobs, out, "%s-%s" % (label, key), lab_cpu, one_call,
+                                     idle_window_s(extra) if quiesce_call else 0.0)
                     if bare["code"] != 0:
                         raise RuntimeError("the floor (%s) failed in round %d (exit code %d); see %s"
                                            % (key, number, bare["code"], out))
@@ -505,7 +524,7 @@ def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool
              ["fio --client, the same %d job file%s per host" % (jobs, "s" if jobs > 1 else ""), "%.1f" % median_fio,
               " / ".join("%.1f" % wall for wall in fio_walls), "%.3f" % per_host("fio", "cpu"),
               "%.2f" % per_host("fio", "lab_cpu")]]
-    for key, title, _one_call in FLOORS:
+    for key, title, _one_call, _quiesce_call in FLOORS:
         if runs.get(key):
             floor_walls = [run["wall"] for run in runs[key]]
             rows.append(["%s, ratio %.2f" % (title, statistics.median(floor_walls) / median_fio),
@@ -552,8 +571,11 @@ def main() -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="extra var for validate.yml (k=v or JSON)")
     parser.add_argument("--json", help="write every measured figure here")
     parser.add_argument("--markdown", action="store_true", help="print tables as Markdown (for docs/benchmarks.md)")
-    parser.add_argument("--floor", action="store_true",
-                        help="also run the same job files as bare ansible.builtin.command tasks in every round")
+    parser.add_argument("--floor", nargs="?", const=",".join(key for key, *_rest in FLOORS), default="",
+                        metavar="FORMS",
+                        help="also run the same job files as bare ansible.builtin.command tasks in every round: "
+                             "the forms given (comma-separated: %s), every one without a value"
+                             % ", ".join(key for key, *_rest in FLOORS))
     parser.add_argument("--before", type=pathlib.Path,
                         help="another checkout whose validate.yml also runs in every round, right before this one's")
     args = parser.parse_args()
@@ -565,13 +587,18 @@ def main() -> int:
     if unknown:
         parser.error("unknown scenario %s: choose from %s" % (", ".join(unknown), ", ".join(SCENARIOS)))
     extra = parse_extra(args.extra_vars)
+    floors = [name.strip() for name in args.floor.split(",") if name.strip()]
+    unknown = sorted(set(floors) - {key for key, *_rest in FLOORS})
+    if unknown:
+        parser.error("unknown floor form %s: choose from %s" % (", ".join(unknown),
+                                                                 ", ".join(key for key, *_rest in FLOORS)))
     if args.before is not None and not (args.before / "playbooks" / "validate.yml").is_file():
         parser.error("--before %s: not a checkout of the collection (no playbooks/validate.yml)" % args.before)
     results, texts, ratios = [], [], {}
     try:
         for count in counts:
             result = measure(count, scenarios, args.rounds, pathlib.Path(args.out) / str(count), extra, args.before,
-                             args.floor)
+                             floors)
             results.append(result)
             for name, runs in result["scenarios"].items():
                 ratios[(count, name)], text = summary(count, name, runs, args.markdown)
@@ -588,7 +615,7 @@ def main() -> int:
                                                  for run in runs.get("before", [])],
                                       "fio": [{key: run[key] for key in ("wall", "cpu", "lab_cpu", "iops")}
                                               for run in runs["fio"]],
-                                      **{key: runs[key] for key, _title, _one in FLOORS if key in runs}}
+                                      **{key: runs[key] for key, *_rest in FLOORS if key in runs}}
                                for name, runs in result["scenarios"].items()}}
                 for result in results]
         pathlib.Path(args.json).write_text(json.dumps(slim, indent=1))
