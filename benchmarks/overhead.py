@@ -360,12 +360,15 @@ def phases(clock: Optional[Dict[str, Any]], launched: float, wall: float) -> Lis
 
 # Parts of validate.yml, by words of its task names (role prefix included), first match wins: the
 # restore tasks belong to the quiesce role, so they are matched before it; the benchmark role's plan tasks
-# name the quiesce (it checks and makes the plan), so they are matched before it too.
+# name the quiesce (it checks and makes the plan), so they are matched before it too. With discovery inside the
+# quiesce's call (validate.yml), its time is the quiesce's.
 PARTS: List[Tuple[Tuple[str, ...], str]] = [
     (("start-up",), "start-up (ansible-playbook, ssh connections made by the first task)"),
     (("report callback",), "report callback and exit"),
     (("restore", "start exactly"), "restore: start services, release the lock"),
     (("plan's options", "take the plan"), "plan (bench_plan) and show it"),
+    # The discover role's request entry point names the quiesce too (discovery then runs in the quiesce's call).
+    (("discovery's options", "discover_request"), "discover (disk_facts, safety class)"),
     (("quiesce", "lock the host"), "quiesce: lock, stop services, drop caches, idle window"),
     (("run each test",), "the fio job (bench_run: fio, cache drop, device counters)"),
     (("plan",), "plan (bench_plan) and show it"),
@@ -590,8 +593,8 @@ def main() -> int:
     floors = [name.strip() for name in args.floor.split(",") if name.strip()]
     unknown = sorted(set(floors) - {key for key, *_rest in FLOORS})
     if unknown:
-        parser.error("unknown floor form %s: choose from %s" % (", ".join(unknown),
-                                                                 ", ".join(key for key, *_rest in FLOORS)))
+        parser.error("unknown floor form %s: choose from %s"
+                     % (", ".join(unknown), ", ".join(key for key, *_rest in FLOORS)))
     if args.before is not None and not (args.before / "playbooks" / "validate.yml").is_file():
         parser.error("--before %s: not a checkout of the collection (no playbooks/validate.yml)" % args.before)
     results, texts, ratios = [], [], {}

@@ -219,6 +219,19 @@ options:
         restore gives it back.
       - In check mode the checked plan is returned and nothing is created.
     type: dict
+  discover:
+    description:
+      - The options of M(diskproof.fleet.disk_facts) (the discover role hands them over as C(discover_request)). With
+        O(state=quiesced) the call then discovers first, exactly as C(disk_facts) does (read-only), before the plan's
+        check, the lock or anything stopped - one module call per host instead of two.
+      - A target that does not get the class it asks for (or does not exist), or a problem of its C(select), fails the
+        call there, every refusal listed at once (RV(refusals)) - no lock taken, nothing stopped or written.
+      - Otherwise the call returns C(disk_facts)' facts in RV(ansible_facts) (C(diskproof_host), C(diskproof_disks),
+        C(diskproof_targets_resolved), C(diskproof_selected_targets), C(diskproof_target_identities)), watches the
+        targets C(select) chose as it watches O(targets), and, with O(plan), plans them too (added to the plan's
+        C(targets)) with this discovery's disk identities and raw classes as the plan's C(identities) and C(classes).
+        RV(plan_request) carries them.
+    type: dict
 extends_documentation_fragment:
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
@@ -275,12 +288,15 @@ EXAMPLES = r"""
         foreign_lock: skip
       become: true
 
-- name: Check a plan before the lock, quiesce, then make the plan under the lock (one call)
+- name: Discover, check a plan before the lock, quiesce, then make the plan under the lock (one call)
   diskproof.fleet.quiesce:
     state: quiesced
     run_id: "{{ run.run_id }}"
     controller: "{{ run }}"
     targets: [/srv/diskproof/d0]
+    discover:
+      targets: [{path: /srv/diskproof/d0}]
+      host: "{{ inventory_hostname }}"
     plan:
       targets: [{path: /srv/diskproof/d0}]
       tests: [dd_seq_write, dd_seq_read]
@@ -303,7 +319,9 @@ plan:
   returned: when O(plan) is set and the call succeeded with O(state=quiesced)
   type: dict
 plan_request:
-  description: O(plan) as given, so that the benchmark role can tell that this plan is the one it asks for.
+  description:
+    - O(plan) as the plan was made for, so that the benchmark role can tell that this plan is the one it asks for - as
+      given, or with O(discover) with the selected targets, disk identities and raw classes of this discovery.
   returned: when O(plan) is set and the call succeeded with O(state=quiesced)
   type: dict
 msg:
@@ -469,11 +487,40 @@ state_file:
   returned: always
   type: str
   sample: /var/lib/diskproof/quiesce-state.json
+refusals:
+  description: With O(discover), every refusal of discovery as one line each (as M(diskproof.fleet.disk_facts) words it).
+  returned: when O(discover) is set and a target was refused
+  type: list
+  elements: str
+  sample:
+    - "/dev/loop5 (requested raw_write) not_destructive: diskproof_destructive is not true"
 ansible_facts:
   description: Facts set by O(state=quiesced).
-  returned: O(state=quiesced), not in check mode
+  returned: O(state=quiesced), not in check mode; with O(discover), also in check mode
   type: dict
   contains:
+    diskproof_host:
+      description: With O(discover), the host as M(diskproof.fleet.disk_facts) describes it.
+      returned: when O(discover) is set
+      type: dict
+    diskproof_disks:
+      description: With O(discover), the physical disks under the targets, as M(diskproof.fleet.disk_facts) describes them.
+      returned: when O(discover) is set
+      type: dict
+    diskproof_targets_resolved:
+      description: With O(discover), every target with its disks and safety class, as M(diskproof.fleet.disk_facts) returns it.
+      returned: when O(discover) is set
+      type: list
+      elements: dict
+    diskproof_selected_targets:
+      description: With O(discover), the targets its C(select) chose (empty without).
+      returned: when O(discover) is set
+      type: list
+      elements: dict
+    diskproof_target_identities:
+      description: With O(discover), the disk identity of every target, as M(diskproof.fleet.disk_facts) returns it.
+      returned: when O(discover) is set
+      type: dict
     diskproof_quiesce:
       description: Evidence of the quiesce - C(run_id), C(lock), C(service_manager), C(stopped), C(recovered),
         C(checks), C(caches_dropped), C(idle), C(units) (systemd).
@@ -531,6 +578,9 @@ class Quiesce(Restorer):
                          params["foreign_lock"], params["lease"])
         self.params = params
         self._disk_cache = {}
+        # With option discover: the facts disk_facts would have published, and the targets it selected.
+        self.discovered = {}
+        self.selected_paths = []
 
     # ---------------------------------------------------------------- plumbing
 
@@ -568,7 +618,7 @@ class Quiesce(Restorer):
     def target_disks(self):
         disks = set()
         top = []
-        for path in self.params["targets"]:
+        for path in self.params["targets"] + [path for path in self.selected_paths if path not in self.params["targets"]]:
             number = _blockdev.device_number(path)
             disk = _blockdev.whole_disk_for(*number) if number else None
             if disk is None:
@@ -723,6 +773,35 @@ class Quiesce(Restorer):
 
     # ---------------------------------------------------------------- quiesced
 
+    # ---------------------------------------------------------------- discovery (option discover)
+
+    def discover(self):
+        """disk_facts' discovery in this call, before the plan's check, the lock or anything stopped: a refusal ends the
+        call here. The selected targets join O(targets) and the plan's targets; the plan's identities and classes are
+        this discovery's (the benchmark role makes the same from the facts it publishes, so its request matches)."""
+        # Imported here: a quiesce without discovery, and every restore, need not compile it.
+        from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+        from ansible_collections.diskproof.fleet.plugins.module_utils._discovery import (
+            DISCOVER_OPTIONS, Discovery, plan_request_with)
+        validated = ArgumentSpecValidator(DISCOVER_OPTIONS).validate(self.params["discover"])
+        if validated.error_messages:
+            self.module.fail_json(msg="discover: %s (the options of diskproof.fleet.disk_facts)"
+                                      % "; ".join(validated.error_messages), run_id=self.run_id)
+        options = validated.validated_parameters
+        facts, refusals = Discovery(self.module, options).discover()
+        if refusals:
+            self.module.fail_json(msg="%d refusal(s) on %s; nothing was written or stopped: %s"
+                                      % (len(refusals), options["host"] or facts["diskproof_host"]["hostname"],
+                                         " | ".join(refusals)),
+                                  refusals=refusals, run_id=self.run_id)
+        self.discovered = facts
+        # Returned however the call ends well (check mode included); the quiesce adds diskproof_quiesce.
+        self.result["ansible_facts"] = dict(facts)
+        selected = facts["diskproof_selected_targets"]
+        self.selected_paths = [target.get("path") or target["device"] for target in selected]
+        if self.params["plan"]:
+            self.params["plan"] = plan_request_with(self.params["plan"], facts)
+
     # ---------------------------------------------------------------- the plan (option plan)
 
     def check_plan(self):
@@ -865,7 +944,8 @@ class Quiesce(Restorer):
         idle_text = "idle after %.1f s" % idle["waited_s"] if idle["reached"] else "NOT idle after %.1f s" % idle["waited_s"]
         stopped_text = "stopped " + ", ".join(to_stop) if to_stop else "nothing to stop"
         caches_text = "caches dropped" if params["drop_caches"] else "synced"
-        self.exit("quiesced: %s; %s; %s" % (stopped_text, caches_text, idle_text), ansible_facts={"diskproof_quiesce": facts})
+        self.exit("quiesced: %s; %s; %s" % (stopped_text, caches_text, idle_text),
+                  ansible_facts=dict(self.discovered, diskproof_quiesce=facts))
 
     def unit_rows(self, statuses, plan, earlier):
         """The per-unit table of a systemd quiesce: each unit's state before and what was decided (a re-entrant call
@@ -971,6 +1051,7 @@ def main():
             force=dict(type="bool", default=False),
             foreign_lock=dict(type="str", default="fail", choices=["fail", "skip"]),
             plan=dict(type="dict"),
+            discover=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -982,6 +1063,8 @@ def main():
     if module.params["idle_timeout"] < 0 or module.params["lease"] <= 0:
         module.fail_json(msg="idle_timeout must be >= 0 and lease > 0")
     worker = Quiesce(module)
+    if module.params["discover"] is not None and module.params["state"] == "quiesced":
+        worker.discover()
     if module.params["plan"] and module.params["state"] == "quiesced":
         worker.check_plan()
     try:

@@ -14,13 +14,16 @@ One validate run, one case per host (host variables):
   image allow-listed, bound to it): d1 is written raw; d2 still untouched;
 - dsel-n03, the same without being allow-listed (the list names n02's image, bound to n02): the host
   stops at discover naming the interlock, before anything runs or is written on it.
-Then a selection that leaves nothing: refused with what to do, before the quiesce.
+Then a selection that leaves nothing: refused with what to do, before the quiesce's lock (validate.yml discovers
+inside the quiesce's module call: the plan the quiesce made for the selected disks is the one the benchmark role
+runs - its own plan task is skipped on every host that ran).
 
 Real lab (tools/lab), real ansible-playbook with the report callback. Root only.
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -112,8 +115,32 @@ def selection_run(dsel, tmp_path_factory):
     return rc, output, records, before, snapshot(dsel)
 
 
+def state_dirs(dsel):
+    """Each host's quiesce state directory (the lab inventory's quiesce_state_dir): names, sizes, times."""
+    return {host: on_host(LAB, host, "ls -lA --time-style=+%s.%N /srv/diskproof-state 2>&1 || true").stdout
+            for host in dsel["disks"]}
+
+
 def run_directories_left(host):
     return [name for name in on_host(LAB, host, "ls -a %s" % FS_MOUNT).stdout.split() if name.startswith("diskproof-")]
+
+
+def task_lines(output, task_start):
+    """The host lines of one task of the run's output ("TASK [<task_start>..."), sorted."""
+    task = re.search(r"TASK \[%s[^\n]*\*+\n((?:\w+: \[[^\n]*\n)+)" % re.escape(task_start), output)
+    assert task, output[-4000:]
+    return sorted(task.group(1).splitlines())
+
+
+def test_discovery_is_the_quiesce_calls_and_its_plan_of_the_selected_disks_is_the_one_that_runs(selection_run):
+    """validate.yml discovers inside the quiesce's module call (the discover role's own call is skipped), and the plan
+    the quiesce made with that discovery - the selected disks, their identities and raw grants - is exactly what the
+    benchmark role asks for: its own plan task is skipped on both hosts that ran."""
+    _rc, output, _records, _before, _after = selection_run
+    assert task_lines(output, "diskproof.fleet.discover : Discover the host") == [
+        "skipping: [%s]" % host for host in (READER, WRITER, REFUSED)]
+    assert task_lines(output, "diskproof.fleet.benchmark : Plan the tests") == [
+        "skipping: [%s]" % host for host in (READER, WRITER)]
 
 
 def test_the_filesystem_disk_and_the_bare_disk_are_tested_raw_read_and_the_excluded_one_not(dsel, selection_run):
@@ -162,12 +189,14 @@ def test_raw_write_without_the_allow_list_stops_the_host_at_discover_with_nothin
 
 
 def test_a_selection_that_leaves_no_disk_is_refused_with_what_to_do(dsel, selection_run, tmp_path):
-    before = snapshot(dsel)
+    before, states_before = snapshot(dsel), state_dirs(dsel)
     rc, output, _report = playbook(dsel["inventory"], VALIDATE, tmp_path / "report",
                                    dict(SHORT, diskproof_exclude=["loop:*"]))
     assert rc != 0
     for host in dsel["disks"]:
         assert "no data disk found on %s" % host in output, output[-4000:]
     assert "Set diskproof_targets (directories or devices to test)" in output
-    assert "diskproof.fleet.quiesce" not in output    # stopped before the quiesce: no service stopped
+    # Refused by the discovery that opens the quiesce's module call, before its lock: no service stopped, no lock.
+    assert output.count("; nothing was written or stopped: ") == len(dsel["disks"]), output[-4000:]
+    assert state_dirs(dsel) == states_before    # no lock taken, no run recorded: the quiesce's files untouched
     assert snapshot(dsel) == before
