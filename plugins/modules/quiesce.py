@@ -495,32 +495,14 @@ refusals:
   sample:
     - "/dev/loop5 (requested raw_write) not_destructive: diskproof_destructive is not true"
 ansible_facts:
-  description: Facts set by O(state=quiesced).
+  description:
+    - Facts set by O(state=quiesced).
+    - With O(discover) also the five facts of M(diskproof.fleet.disk_facts), as it returns them (also in check mode) -
+      C(diskproof_host), C(diskproof_disks), C(diskproof_targets_resolved), C(diskproof_selected_targets),
+      C(diskproof_target_identities).
   returned: O(state=quiesced), not in check mode; with O(discover), also in check mode
   type: dict
   contains:
-    diskproof_host:
-      description: With O(discover), the host as M(diskproof.fleet.disk_facts) describes it.
-      returned: when O(discover) is set
-      type: dict
-    diskproof_disks:
-      description: With O(discover), the physical disks under the targets, as M(diskproof.fleet.disk_facts) describes them.
-      returned: when O(discover) is set
-      type: dict
-    diskproof_targets_resolved:
-      description: With O(discover), every target with its disks and safety class, as M(diskproof.fleet.disk_facts) returns it.
-      returned: when O(discover) is set
-      type: list
-      elements: dict
-    diskproof_selected_targets:
-      description: With O(discover), the targets its C(select) chose (empty without).
-      returned: when O(discover) is set
-      type: list
-      elements: dict
-    diskproof_target_identities:
-      description: With O(discover), the disk identity of every target, as M(diskproof.fleet.disk_facts) returns it.
-      returned: when O(discover) is set
-      type: dict
     diskproof_quiesce:
       description: Evidence of the quiesce - C(run_id), C(lock), C(service_manager), C(stopped), C(recovered),
         C(checks), C(caches_dropped), C(idle), C(units) (systemd).
