@@ -72,6 +72,16 @@ options:
         once before the sweep.
     type: bool
     default: false
+  settle_s:
+    description:
+      - Before each measured run (after the O(drop_caches) sync), wait until the disk has shown no I/O for this many
+        seconds - its C(/sys/block/<device>/stat) counters unchanged and nothing in flight - so the sync's writes and
+        the previous run's journal commits are not timed with the run.
+      - At most 5 seconds (or this value, when larger); a disk that never went quiet is measured anyway and each
+        record of that run gets a warning naming the requests seen while waiting.
+      - V(0) does not wait. No wait when the device is unknown.
+    type: float
+    default: 0.3
   device_io:
     description:
       - Snapshot C(/sys/block/<device>/stat) right before and after the run and put the difference in
@@ -86,8 +96,9 @@ options:
         figure is the median (for an even count the lower-middle run); never an average.
       - The primary figure is the one the report judges (the collection's C(primary_metric)) - IOPS for random or
         small-block (at most 64 KiB) tests, else bytes per second.
-      - The record gets C(samples) (the primary figure of every run, in run order), C(cv) (sample standard deviation
-        / mean, null below 2 samples), C(runs) and C(sample_device_io) (C(device_io) of each run).
+      - The record gets C(samples) (the primary figure of every run the figure was chosen from, in run order), C(cv)
+        (sample standard deviation / mean, null below 2 samples), C(runs), C(sample_device_io) (C(device_io) of each
+        run), and C(runs_total), C(earlier_samples) and C(length_factor) (see O(max_repeats)).
       - A run that fails stops the repeats; the task then returns that run's records (its sample is null), as a
         single failed run does.
       - When the tool prints several records per run (fio with several jobs), repeats apply per record index - each
@@ -99,7 +110,13 @@ options:
   max_repeats:
     description:
       - When the coefficient of variation of the samples of the first O(repeats) runs exceeds O(max_cv), run
-        more, one at a time, until it does not or this many runs were made.
+        more, one at a time, until the last O(repeats) runs agree (their coefficient of variation at most O(max_cv))
+        or this many runs were made. The figure is then the median of those last runs; the earlier ones are set
+        aside (C(earlier_samples), a warning in the record).
+      - When no O(repeats) runs in a row agreed by then and the job's length is a time (a fio job file with
+        C(time_based=1) and one C(runtime=), sysbench C(--time=)), the job is measured once more with O(repeats)
+        runs twice as long (C(length_factor) 2), and the figure comes from those. dd, bonnie++ and ioping are sized
+        by the cache rules, not by time: they get the extra runs only.
       - Defaults to O(repeats) (no extra runs). Must be at least O(repeats).
       - Only with O(argv).
     type: int

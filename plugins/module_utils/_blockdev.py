@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Dict, Optional, Tuple
+import time
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from ._parse.diskstats import parse_block_stat
 
@@ -105,6 +106,50 @@ def stat_delta_bytes(before: Optional[Dict[str, int]], after: Optional[Dict[str,
     if read < 0 or write < 0:
         return None
     return {"read_bytes": read * SECTOR_BYTES, "write_bytes": write * SECTOR_BYTES}
+
+
+# What "idle" compares between two readings: no request completed, no sector moved, nothing in flight.
+_ACTIVITY_FIELDS = ("reads", "writes", "read_sectors", "write_sectors")
+
+
+class Settle(NamedTuple):
+    """wait_until_idle's answer: whether the disk went quiet, after how long, and what it did meanwhile."""
+
+    idle: bool
+    waited_s: float
+    requests: int   # requests completed while waiting (reads + writes)
+
+
+def wait_until_idle(device: Optional[str], quiet_s: float, limit_s: float, poll_s: float = 0.05,
+                    sys_root: str = SYS_ROOT, clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> Optional[Settle]:
+    """Wait until the disk has shown no I/O for quiet_s seconds (its counters unchanged, nothing in flight), at most
+    limit_s. None when the disk's counters cannot be read (nothing to wait for)."""
+    first = read_stat(device, sys_root)
+    if first is None or "in_flight" not in first:
+        return None
+    start = clock()
+    previous, quiet_since = first, (start if first["in_flight"] == 0 else None)
+    while True:
+        now = clock()
+        if quiet_since is not None and now - quiet_since >= quiet_s:
+            idle = True
+            break
+        if now - start >= limit_s:
+            idle = False
+            break
+        sleep(poll_s)
+        current = read_stat(device, sys_root)
+        if current is None:
+            return None
+        moved = any(current[field] != previous[field] for field in _ACTIVITY_FIELDS)
+        if moved or current["in_flight"]:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = clock()
+        previous = current
+    requests = (previous["reads"] - first["reads"]) + (previous["writes"] - first["writes"])
+    return Settle(idle, round(clock() - start, 3), max(0, requests))
 
 
 def drop_caches(path: str = DROP_CACHES) -> None:

@@ -88,6 +88,60 @@ def needs_more_runs(samples_by_index: Sequence[Sequence[Optional[float]]], max_c
     return False
 
 
+class Stage(NamedTuple):
+    """One stage of measured runs (Job.run_stage): its runs' records, their bypass notes, the failed run's records
+    (None: none failed), where the window of agreeing runs starts (None: none agreed), the runs of an earlier stage
+    this one replaced, and the length of these runs relative to the planned one."""
+
+    runs: List[List[Dict[str, Any]]]
+    notes: List[List[Optional[str]]]
+    failed: Optional[List[Dict[str, Any]]]
+    window: Optional[int]
+    earlier: Sequence[List[Dict[str, Any]]] = ()
+    length_factor: int = 1
+
+
+# A figure whose repeats still disagree after max_repeats runs is measured once more with runs this many times as
+# long, when its length is a time (lengthened): a disturbance of fixed duration weighs half as much in each run.
+LONGER_FACTOR = 2
+_FIO_RUNTIME = re.compile(r"^(\s*runtime\s*=\s*)(\d+)(s?)(\s*)$")
+_FIO_TIME_BASED = re.compile(r"^\s*time_based\s*=\s*1\s*$")
+_FIO_STEADY = re.compile(r"^\s*steadystate\s*=")
+_SYSBENCH_TIME = re.compile(r"^--time=(\d+)$")
+
+
+def lengthened(argv: Sequence[str], job_file: Optional[str], factor: int) -> Optional[Tuple[List[str], Optional[str]]]:
+    """(argv, job file text) of the same job running factor times as long, for jobs whose length is a time: a fio job
+    file with time_based=1 and one runtime=N (not a steady-state job, whose runtime is a time limit), sysbench with
+    --time=N. None for the others (dd, bonnie++, ioping: their length is a size or a count, set by the cache rules)."""
+    if job_file is not None:
+        lines = job_file.split("\n")
+        runtimes = [index for index, line in enumerate(lines) if _FIO_RUNTIME.match(line)]
+        if (len(runtimes) != 1 or not any(_FIO_TIME_BASED.match(line) for line in lines)
+                or any(_FIO_STEADY.match(line) for line in lines)):
+            return None
+        match = _FIO_RUNTIME.match(lines[runtimes[0]])
+        lines[runtimes[0]] = "%s%d%s%s" % (match.group(1), int(match.group(2)) * factor, match.group(3), match.group(4))
+        return list(argv), "\n".join(lines)
+    if argv and os.path.basename(argv[0]) == "sysbench":
+        times = [index for index, arg in enumerate(argv) if _SYSBENCH_TIME.match(arg)]
+        if len(times) == 1:
+            longer = list(argv)
+            longer[times[0]] = "--time=%d" % (int(_SYSBENCH_TIME.match(argv[times[0]]).group(1)) * factor)
+            return longer, None
+    return None
+
+
+def set_aside_note(earlier: Sequence[Optional[float]], runs_total: int, length_factor: int, max_cv: float) -> str:
+    """The record's warning when runs were set aside: which figures, and what was kept instead."""
+    shown = ", ".join("null" if value is None else "%.6g" % value for value in earlier)
+    if length_factor != 1:
+        return ("repeats varied by more than %.1f%% after %d runs (%s): measured again with runs %d times as long; "
+                "the figure is from those (%d runs in all)" % (max_cv * 100, len(earlier), shown, length_factor, runs_total))
+    return ("%d earlier run(s) set aside (%s): the figure is from the last runs, which agree within %.1f%% "
+            "(%d runs in all)" % (len(earlier), shown, max_cv * 100, runs_total))
+
+
 def select_median(samples: Sequence[Optional[float]]) -> int:
     """Index of the run whose figure is the median (the lower-middle one for an even count; ties
     keep run order). Runs without a figure are not ranked; when none has one, the first run."""
@@ -279,6 +333,13 @@ def last_line(text: str) -> str:
 
 LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 
+# Before each measured run the disk must have been idle this long (its /sys/block counters unchanged, nothing in
+# flight), at most SETTLE_LIMIT_S: the cache drop's sync and the previous run's journal commits are not timed with
+# the run. It also keeps a blk-throttle (the lab's disks) from crediting the next run with the idle time left in
+# its open 100 ms slice (docs/lab.md: a dd started within 0.15 s of other I/O on the disk read 2-5 % high).
+SETTLE_S = 0.3
+SETTLE_LIMIT_S = 5.0
+
 # The options of a run; bench_run's and (deprecated) bench_facts' argument specs both use them.
 _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     argv=dict(type="list", elements="str"),
@@ -288,6 +349,7 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     )),
     creates=dict(type="path"),
     drop_caches=dict(type="bool", default=False),
+    settle_s=dict(type="float", default=SETTLE_S),
     device_io=dict(type="bool"),
     repeats=dict(type="int", default=1),
     max_repeats=dict(type="int"),
@@ -384,6 +446,7 @@ class Job:
         self.workdir_identity = None
         self.verified_runs = 0      # tool runs the run-directory check let through (creates= may exist after one)
         self.job_path = None
+        self.job_text = self.params["job_file"]   # the job file that ran (a lengthened one after LONGER_FACTOR)
         self.fence = None
         self.fence_layout = None
         self.write_cache_plan = None
@@ -548,7 +611,7 @@ class Job:
                              % self.cwd)
         measured = self.argv
         if self.params["job_file"] is not None:
-            measured = self.argv + [self.write_job_file()]
+            measured = self.argv + [self.write_job_file(self.job_text)]
         if self.write_cache_plan is not None:
             self.switch_write_cache_off()
         if self.fence_layout is not None:
@@ -688,8 +751,7 @@ class Job:
         finally:
             os.close(run_fd)
 
-    def write_job_file(self):
-        text = self.params["job_file"]
+    def write_job_file(self, text):
         handle, path = self.new_job_file()
         self.job_path = path
         with os.fdopen(handle, "w") as stream:
@@ -807,6 +869,7 @@ class Job:
         """Run argv once (after a cache drop when asked) and parse it: (tool, records, rc, raw)."""
         if self.params["drop_caches"] and measure:
             drop_caches()
+        not_idle = self.settle(number) if measure else None
         self.check_run_dir()
         self.verified_runs += 1
         want_io = self.params["device_io"] is not False and measure
@@ -836,9 +899,22 @@ class Job:
             if want_io and device_io is None:
                 record["warnings"].append("device_io unknown: no block device for target.path %r"
                                           % self.target.get("path"))
+            if not_idle:
+                record["warnings"].append(not_idle)
             records.append(record)
         apply_exit_code(records, rc, text)
         return tool, records, rc, raw
+
+    def settle(self, number):
+        """Wait until the disk is idle (settle_s); a warning text when it never was within SETTLE_LIMIT_S, else None."""
+        quiet = self.params["settle_s"]
+        if quiet <= 0:
+            return None
+        settled = _blockdev.wait_until_idle(self.device, quiet, max(SETTLE_LIMIT_S, quiet))
+        if settled is None or settled.idle:
+            return None
+        return ("the disk was not idle before run %d: %d requests in the %.1f s spent waiting for %.1f s without I/O "
+                "(another process using it?)" % (number, settled.requests, settled.waited_s, quiet))
 
     def check_bypass(self, records, label):
         """min_device_fraction: a warning (record and task) for each record the counters do not back."""
@@ -854,39 +930,67 @@ class Job:
         return notes
 
     def run_repeats(self, argv):
-        runs, notes, failed = [], [], None
-        number = 0
-        tool = None
+        """The measured runs: repeats, re-runs while they disagree (max_repeats), then - for a job whose length is a
+        time - the repeats once more at LONGER_FACTOR times the length (docs/tests.md, "Repeats")."""
+        stage = self.run_stage(argv, 1, self.repeats, self.max_repeats)
+        longer = None
+        if stage.failed is None and stage.window is None and self.max_repeats > self.repeats:
+            # (argv ends with the job file's path when there is one: self.argv is the command without it)
+            longer = lengthened(self.argv, self.job_text, LONGER_FACTOR)
+        if longer is not None:
+            longer_argv, longer_job = longer
+            if longer_job is not None:
+                self.remove_job_file()
+                longer_argv = longer_argv + [self.write_job_file(longer_job)]
+                self.job_text = longer_job
+            earlier = stage
+            stage = self.run_stage(longer_argv, len(earlier.runs) + 1, self.repeats, self.repeats)
+            stage = stage._replace(earlier=earlier.runs, length_factor=LONGER_FACTOR)
+        start = stage.window if stage.window is not None and stage.failed is None else 0
+        earlier = list(stage.earlier) + list(stage.runs[:start])
+        if stage.failed is not None:
+            # the failed run's records, as now; its sample is null (a failed run has no valid figure)
+            for index, record in enumerate(stage.failed):
+                column = [run[index] if index < len(run) else None for run in stage.runs]
+                add_repeat_fields(
+                    record, [None if other is None else primary_value(other) for other in column] + [None],
+                    [None if other is None else other["device_io"] for other in column] + [record["device_io"]])
+            self.records = stage.failed
+        else:
+            self.records = select_repeats(stage.runs[start:], stage.notes[start:])
+        for index, record in enumerate(self.records):
+            record["earlier_samples"] = [primary_value(run[index]) if index < len(run) else None for run in earlier]
+            record["runs_total"] = len(earlier) + record["runs"]
+            record["length_factor"] = stage.length_factor
+            if earlier and stage.failed is None:
+                record["warnings"].append(set_aside_note(record["earlier_samples"], record["runs_total"],
+                                                         stage.length_factor, self.params["max_cv"]))
+
+    def run_stage(self, argv, first_number, repeats, max_repeats):
+        """Run argv repeats times, then once more at a time until the last repeats runs agree (max_cv) or max_repeats
+        were run; stops at a failed run. A Stage: the runs, their bypass notes, the failed run's records, and where
+        the agreeing window starts (None: no window agreed)."""
+        runs, notes = [], []
         while True:
-            number += 1
+            number = first_number + len(runs)
             tool, records, rc, _raw = self.run_measured(argv, number)
             self.tool = tool
             label = "run %d: " % number if self.max_repeats > 1 else ""
             if tool_errors(records, rc):
-                failed = records
-                break
+                return Stage(runs, notes, records, None)
             if runs and len(records) != len(runs[0]):
-                raise TaskFailed("run %d printed %d records, run 1 printed %d: repeats cannot pair them; command: %s"
-                                 % (number, len(records), len(runs[0]), shlex.join(argv)))
+                raise TaskFailed("run %d printed %d records, run %d printed %d: repeats cannot pair them; command: %s"
+                                 % (number, len(records), first_number, len(runs[0]), shlex.join(argv)))
             notes.append(self.check_bypass(records, label))
             runs.append(records)
-            if number < self.repeats:
+            if len(runs) < repeats:
                 continue
-            if number >= self.max_repeats:
-                break
-            samples = [[primary_value(run[index]) for run in runs] for index in range(len(records))]
+            window = runs[len(runs) - repeats:]
+            samples = [[primary_value(run[index]) for run in window] for index in range(len(records))]
             if not needs_more_runs(samples, self.params["max_cv"]):
-                break
-        if failed is not None:
-            # the failed run's records, as now; its sample is null (a failed run has no valid figure)
-            for index, record in enumerate(failed):
-                column = [run[index] if index < len(run) else None for run in runs]
-                add_repeat_fields(
-                    record, [None if other is None else primary_value(other) for other in column] + [None],
-                    [None if other is None else other["device_io"] for other in column] + [record["device_io"]])
-            self.records = failed
-        else:
-            self.records = select_repeats(runs, notes)
+                return Stage(runs, notes, None, len(runs) - repeats)
+            if len(runs) >= max_repeats:
+                return Stage(runs, notes, None, None)
 
     def run_sweep(self):
         if self.params["drop_caches"]:
@@ -1089,8 +1193,8 @@ class Job:
                 record["setup_commands"] = [list(argv) for argv in params["setup"]]
             if params["cleanup"] is not None:
                 record["cleanup_commands"] = [list(argv) for argv in params["cleanup"]]
-            if params["job_file"] is not None:
-                record["job_file"] = params["job_file"]
+            if self.job_text is not None:
+                record["job_file"] = self.job_text
             if self.fence is not None:
                 record["cache_fence"] = self.fence.describe()
             if self.write_cache is not None:

@@ -269,8 +269,9 @@ ansible_facts:
                    slope_excursion_percent: 0.0, iops: [150, 150, 150, 150, 149, 150, 150, 150, 150, 150]}
         samples:
           description:
-            - The primary figure (IOPS or bytes/s, what the report judges) of every measured run, in run order; null for
-              a run without that figure or a failed run.
+            - The primary figure (IOPS or bytes/s, what the report judges) of every measured run the figure was chosen
+              from, in run order; null for a run without that figure or a failed run.
+            - Runs set aside (C(earlier_samples)) are not among them.
           type: list
           elements: float
           returned: with O(argv)
@@ -281,10 +282,31 @@ ansible_facts:
           returned: with O(argv)
           sample: 0.0061
         runs:
-          description: How many measured runs were made.
+          description: How many measured runs C(samples) holds.
           type: int
           returned: with O(argv)
           sample: 3
+        runs_total:
+          description: Every measured run made for this figure, those set aside included.
+          type: int
+          returned: with O(argv)
+          sample: 4
+        earlier_samples:
+          description:
+            - The primary figure of each run set aside, in run order - runs before the last O(repeats) ones that agreed
+              within O(max_cv), or, after a longer measurement (C(length_factor) 2), every run of the planned length.
+              Empty when none was set aside. The record's C(warnings) say which and why.
+          type: list
+          elements: float
+          returned: with O(argv)
+          sample: [16.2e6]
+        length_factor:
+          description:
+            - V(1), or V(2) when the runs of planned length never agreed within O(max_cv) and the job's length is a
+              time (fio C(runtime), sysbench C(--time)): C(samples) then come from runs twice as long.
+          type: int
+          returned: with O(argv)
+          sample: 1
         sample_device_io:
           description: C(device_io) of every measured run, in run order.
           type: list

@@ -94,6 +94,8 @@ DEFAULT_ROBUST_Z_LIMIT = -3.5
 # Identical lab disks spread by 0.1 %; a z-score alone would call -0.2 % an outlier there.
 DEFAULT_ROBUST_Z_MIN_DEVIATION = 0.05
 ROBUST_Z_SCALE = 0.6745
+# MAD x 1.4826 estimates the standard deviation of normally distributed figures (1 / 0.6745).
+ROBUST_SD_SCALE = 1.4826
 DEFAULT_MAX_CV = 0.05
 DEFAULT_REGRESSION_FRACTION = 0.10
 # A median of two says nothing about which of the two is wrong.
@@ -283,6 +285,8 @@ class RecordFacts(NamedTuple):
     seconds: Any
     bytes: Any
     not_steady: Optional[str] = None           # steady_state: why steady state was not attained (None: attained or n/a)
+    runs_total: Any = None                     # every measured run, those set aside included (bench_run)
+    length_factor: Any = None                  # 2: the samples come from runs twice the planned length
 
 
 def _own(value: Any) -> Any:
@@ -341,6 +345,8 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         seconds=_own(record.get("seconds")),
         bytes=_own(record.get("bytes")),
         not_steady=None if steady is None else _not_steady(steady),
+        runs_total=_own(record.get("runs_total")),
+        length_factor=_own(record.get("length_factor")),
     )
 
 
@@ -656,35 +662,58 @@ def _figure_text(figure: str, value: float) -> str:
     return "%.*f %s" % (digits, value, FIGURE_UNITS[figure])
 
 
-def _violations(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> List[str]:
-    figures: Optional[Dict[str, Optional[float]]] = None
-    reasons = []
+class RuleCheck(NamedTuple):
+    """One limit of one rule that applies to a record: the figure it reads, the limit and which side fails."""
+
+    label: str          # "rule 2 'archive HDDs'"
+    figure: str         # a FIGURE_UNITS key: write_mb_per_s, read_p99_ms ...
+    limit: float        # in the figure's unit
+    direction: str      # "min" (fails below) or "max" (fails above)
+    datasheet: Optional[float] = None   # the datasheet figure a "min" limit was derived from (min_percent of it)
+    percent: Optional[float] = None
+
+
+def _rule_checks(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> List[RuleCheck]:
+    """Every limit of every rule matching the record, in rule order."""
+    checks = []
     for index, rule in enumerate(rules):
         if not _rule_matches(rule, host, facts):
             continue
-        if figures is None:
-            figures = _rule_figures(facts)
         label = _rule_label(rule, index)
-        for key, (figure, direction) in THRESHOLDS.items():
-            limit, value = rule.get(key), figures[figure]
-            if limit is None or value is None:
-                continue
-            io_direction = figure.partition("_")[0]
-            if direction == "min" and value < limit:
-                reasons.append("%s: %s %s < minimum %s" % (label, io_direction, _figure_text(figure, value), _figure_text(figure, limit)))
-            elif direction == "max" and value > limit:
-                reasons.append("%s: %s p99 %s > maximum %s" % (label, io_direction, _figure_text(figure, value), _figure_text(figure, limit)))
+        checks.extend(RuleCheck(label, figure, rule[key], direction) for key, (figure, direction) in THRESHOLDS.items()
+                      if rule.get(key) is not None)
         datasheet = rule.get("datasheet") or {}
-        for figure in DATASHEET_FIGURES:
-            actual = figures[figure]
-            if figure not in datasheet or actual is None:
-                continue
-            required = datasheet[figure] * datasheet["min_percent"] / 100.0
-            if actual < required:
-                reasons.append("%s: %s is %.1f%% of datasheet %s (< %g%%)" % (
-                    label, _figure_text(figure, actual), 100.0 * actual / datasheet[figure],
-                    _figure_text(figure, datasheet[figure]), datasheet["min_percent"]))
-    return reasons
+        checks.extend(RuleCheck(label, figure, datasheet[figure] * datasheet["min_percent"] / 100.0, "min",
+                                datasheet[figure], datasheet["min_percent"])
+                      for figure in DATASHEET_FIGURES if figure in datasheet)
+    return checks
+
+
+def _check_fails(check: RuleCheck, value: float) -> bool:
+    return value < check.limit if check.direction == "min" else value > check.limit
+
+
+def _check_reason(check: RuleCheck, value: float) -> str:
+    if check.datasheet is not None:
+        return "%s: %s is %.1f%% of datasheet %s (< %g%%)" % (
+            check.label, _figure_text(check.figure, value), 100.0 * value / check.datasheet,
+            _figure_text(check.figure, check.datasheet), check.percent)
+    io_direction = check.figure.partition("_")[0]
+    if check.direction == "min":
+        return "%s: %s %s < minimum %s" % (
+            check.label, io_direction, _figure_text(check.figure, value), _figure_text(check.figure, check.limit))
+    return "%s: %s p99 %s > maximum %s" % (check.label, io_direction, _figure_text(check.figure, value),
+                                           _figure_text(check.figure, check.limit))
+
+
+def _violations(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The reasons of every rule limit the record's figures break."""
+    checks = _rule_checks(host, facts, rules)
+    if not checks:
+        return []
+    figures = _rule_figures(facts)
+    return [_check_reason(check, figures[check.figure]) for check in checks
+            if figures[check.figure] is not None and _check_fails(check, figures[check.figure])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -768,6 +797,7 @@ class Entry(NamedTuple):
     robust_z: Optional[float]
     baseline_value: Optional[float]
     deviation_from_baseline: Optional[float]
+    noise: Optional[Noise] = None
 
 
 def _no_figure_reason(facts: RecordFacts) -> str:
@@ -779,32 +809,75 @@ def _plain_entry(host: str, record: Any, facts: Optional[RecordFacts], verdict: 
     return Entry(host, record, facts, verdict, ((verdict, reason),), (), None, None, None, None, None, None)
 
 
-def _unstable(samples: Optional[Tuple[Optional[float], ...]], max_cv: float, notes: List[str]) -> Optional[Finding]:
-    if samples is None:
+def repeat_figures(facts: RecordFacts) -> Optional[Tuple[float, ...]]:
+    """The record's repeats (``samples``) when there are at least two and all are numbers, else None."""
+    samples = facts.samples
+    if samples is None or len(samples) < 2 or any(figure is None for figure in samples):
         return None
-    if any(figure is None for figure in samples):
-        notes.append(NOTE_SAMPLES_IGNORED)
-        return None
-    cv = coefficient_of_variation([figure for figure in samples if figure is not None])
-    if cv is None or cv <= max_cv:
-        return None
-    return VERDICT_UNSTABLE, "repeats vary: coefficient of variation %.1f%% > %.1f%% (n=%d)" % (cv * 100, max_cv * 100, len(samples))
+    return samples  # type: ignore[return-value]
+
+
+def repeat_cv(facts: RecordFacts) -> Optional[float]:
+    """Coefficient of variation of the record's repeats (None: fewer than two, or not all numbers)."""
+    figures = repeat_figures(facts)
+    return None if figures is None else coefficient_of_variation(list(figures))
+
+
+def pooled_cv(cvs: Sequence[float]) -> Optional[float]:
+    """The typical spread of one repeat in a group: the median of its members' repeat CVs (None: none). A median, so
+    one unstable member does not widen the band its peers and it are held to."""
+    return median(cvs) if cvs else None
 
 
 class _PeerGroup(NamedTuple):
     key: GroupKey
     described: Dict[str, Any]  # describe() of its members' figures
+    spread: Optional[float]    # ROBUST_SD_SCALE * MAD / median: the members' robust relative standard deviation
+    pooled_cv: Optional[float]  # pooled_cv of the members' repeats
+
+
+class Noise(NamedTuple):
+    """What an entry's deviation from its group median is measured against (docs/report.md, "Noise").
+
+    ``repeats_cv``: the CV of the record's own repeats; ``pooled_cv``: the group's pooled repeat CV; ``group_spread``:
+    the group's robust relative standard deviation; ``total``: sqrt(group_spread^2 + max(repeats_cv, pooled_cv)^2);
+    ``z``: deviation / total (None when total is 0)."""
+
+    repeats_cv: Optional[float]
+    pooled_cv: Optional[float]
+    group_spread: Optional[float]
+    total: float
+    z: Optional[float]
+
+
+def noise_of(deviation: float, repeats_cv: Optional[float], group: _PeerGroup) -> Noise:
+    """The entry's Noise in its group."""
+    repeat_part = max(repeats_cv or 0.0, group.pooled_cv or 0.0)
+    total = math.sqrt((group.spread or 0.0) ** 2 + repeat_part ** 2)
+    return Noise(repeats_cv, group.pooled_cv, group.spread, total, deviation / total if total > 0 else None)
+
+
+def band_fraction(settings: Settings, noise_total: float) -> float:
+    """How far below the group median a figure may be before it is an outlier: the deviation noise_total explains
+    (|robust_z_limit| times it), at least the floor robust_z_min_deviation, at most outlier_fraction."""
+    return min(settings.outlier_fraction, max(settings.robust_z_min_deviation, -settings.robust_z_limit * noise_total))
 
 
 class _Judge:
     """Judges the records of one fleet against its peer groups (described once), rules and baseline."""
 
     def __init__(self, groups: Mapping[Tuple[GroupKey, str], Sequence[float]], settings: Settings,
-                 rules: Sequence[Mapping[str, Any]], baseline: Optional[BaselineIndex]) -> None:
+                 rules: Sequence[Mapping[str, Any]], baseline: Optional[BaselineIndex],
+                 group_cvs: Optional[Mapping[Tuple[GroupKey, str], Sequence[float]]] = None) -> None:
         self.settings = settings
         self.rules = rules
         self.baseline = baseline
-        self.groups = {group: _PeerGroup(group[0], describe(values)) for group, values in groups.items()}
+        self.groups = {}
+        for group, values in groups.items():
+            described = describe(values)
+            center = described["median"]
+            spread = ROBUST_SD_SCALE * described["mad"] / center if center > 0 else None
+            self.groups[group] = _PeerGroup(group[0], described, spread, pooled_cv((group_cvs or {}).get(group) or ()))
 
     def group_rows(self) -> List[Dict[str, Any]]:
         """report.json ``groups``: every peer group, by key and metric."""
@@ -813,6 +886,8 @@ class _Judge:
             row: Dict[str, Any] = {"key": list(key), "basis": key_basis(key), "metric": metric_name}
             row.update(group.described)
             row["judged"] = group.described["measured"] >= MIN_PEERS
+            row["spread"] = group.spread
+            row["pooled_cv"] = group.pooled_cv
             rows.append(row)
         return rows
 
@@ -849,7 +924,8 @@ class _Judge:
         if group is not None:
             key = group.key  # the entry refers to its group's key: one tuple per group, not one per record
         stats = group.described if group is not None else {"measured": 0}
-        center = deviation = z_score = None
+        center = deviation = z_score = noise = None
+        own_cv = repeat_cv(facts)
         if stats["measured"] < MIN_PEERS:
             peer = (VERDICT_PASS, "not compared: %d measured in group (< %d)" % (stats["measured"], MIN_PEERS))
         else:
@@ -859,23 +935,99 @@ class _Judge:
             if deviation is None:
                 peer = (VERDICT_PASS, "not compared: group median is not positive")
             else:
-                versus = "%+.1f%% vs median %s (n=%d)" % (
-                    deviation * 100, format_metric(name, center), stats["measured"])
-                if deviation < -settings.outlier_fraction:
-                    peer = (VERDICT_OUTLIER, "%s, limit -%.0f%%" % (versus, settings.outlier_fraction * 100))
-                elif z_score is not None and z_score < settings.robust_z_limit and deviation <= -settings.robust_z_min_deviation:
-                    peer = (VERDICT_OUTLIER, "%s, robust z %.1f < %.1f" % (versus, z_score, settings.robust_z_limit))
-                else:
-                    peer = (VERDICT_PASS, versus)
+                noise = noise_of(deviation, own_cv, group)  # type: ignore[arg-type]
+                peer = self.peer_finding(name, deviation, center, stats["measured"], facts, noise)
                 if peer[0] != VERDICT_PASS:
                     findings.append(peer)
-        unstable = _unstable(facts.samples, settings.max_cv, notes)
-        if unstable is not None:
-            findings.append(unstable)
+        if facts.samples is not None and any(figure is None for figure in facts.samples):
+            notes.append(NOTE_SAMPLES_IGNORED)
+        if own_cv is not None and own_cv > settings.max_cv:
+            thresholds = self.repeat_thresholds(host, facts, name, value, center, group, reference)
+            straddled = _straddled(name, repeat_figures(facts), thresholds)  # type: ignore[arg-type]
+            varied = _varied_text(facts, own_cv, settings.max_cv)
+            if straddled or not thresholds:
+                against = straddled or "no rule, peer band or baseline to hold them against"
+                findings.append((VERDICT_UNSTABLE, "%s; %s" % (varied, against)))
+            else:
+                kinds = sorted({kind for kind, _limit, _what in thresholds})
+                notes.append("%s, but every repeat clears %s: passed" % (varied, _joined(kinds)))
         # Worst first; findings of one verdict keep their order.
         ordered = tuple(sorted(findings, key=lambda finding: _RANK[finding[0]])) if findings else (peer,)
         return Entry(host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference,
-                     change)
+                     change, noise)
+
+    def peer_finding(self, name: str, deviation: float, center: float, measured: int, facts: RecordFacts,
+                     noise: Noise) -> Finding:
+        """outlier or pass against the group (docs/report.md, "Noise"): below outlier_fraction always; below the
+        floor robust_z_min_deviation only when the deviation is more than |robust_z_limit| times the noise."""
+        settings = self.settings
+        versus = "%+.1f%% vs median %s (n=%d)" % (deviation * 100, format_metric(name, center), measured)
+        if deviation < -settings.outlier_fraction:
+            return VERDICT_OUTLIER, "%s, limit -%.0f%%" % (versus, settings.outlier_fraction * 100)
+        if deviation <= -settings.robust_z_min_deviation and (noise.z is None or noise.z < settings.robust_z_limit):
+            return VERDICT_OUTLIER, "%s; %s: %s" % (versus, _noise_text(facts, noise), (
+                "no spread at all" if noise.z is None else
+                "%.1f x the noise (limit %.1f x)" % (-noise.z, -settings.robust_z_limit)))
+        return VERDICT_PASS, versus
+
+    def repeat_thresholds(self, host: str, facts: RecordFacts, name: str, value: float, center: Optional[float],
+                          group: Optional[_PeerGroup], reference: Optional[float]) -> List[Tuple[str, float, str]]:
+        """(kind, limit on the primary figure, what it is) of every limit the repeats of an unstable figure are held
+        against: each rule limit on a rate (scaled to the primary figure), the peer band's lower edge, the baseline's."""
+        settings = self.settings
+        thresholds: List[Tuple[str, float, str]] = []
+        figures = _rule_figures(facts)
+        not_a_disk = facts.target.not_a_disk is not None   # rules and baseline are for disks (judge: a note)
+        for check in [] if not_a_disk else _rule_checks(host, facts, self.rules):
+            figure = figures[check.figure]
+            if check.direction == "min" and figure:  # a rate: it moves with the primary figure from repeat to repeat
+                thresholds.append(("every rule", check.limit * value / figure, "%s's %s %s" % (
+                    check.label, "datasheet share" if check.datasheet is not None else "minimum",
+                    _figure_text(check.figure, check.limit))))
+        if center is not None and group is not None:
+            band = band_fraction(settings, noise_of(0.0, None, group).total)
+            thresholds.append(("the peer band", center * (1 - band), "the peer band's lower edge %s (-%.1f%% of median %s)"
+                               % (format_metric(name, center * (1 - band)), band * 100, format_metric(name, center))))
+        if reference is not None:
+            limit = reference * (1 - settings.regression_fraction)
+            thresholds.append(("the baseline", limit, "the baseline's limit %s (-%.0f%% of %s)" % (
+                format_metric(name, limit), settings.regression_fraction * 100, format_metric(name, reference))))
+        return thresholds
+
+
+def _joined(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
+
+
+def _noise_text(facts: RecordFacts, noise: Noise) -> str:
+    """'repeats within 0.6%, peers' repeats CV 0.2%, group spread 0.7%': the noise a deviation was held against."""
+    figures = repeat_figures(facts)
+    if figures is not None and statistics.median(figures) > 0:
+        repeats = "repeats within %.1f%%" % (100.0 * (max(figures) - min(figures)) / statistics.median(figures))
+    else:
+        repeats = "no repeats"
+    pooled = "" if noise.pooled_cv is None else ", peers' repeats CV %.1f%%" % (100.0 * noise.pooled_cv)
+    spread = "?" if noise.group_spread is None else "%.1f%%" % (100.0 * noise.group_spread)
+    return "%s%s, group spread %s" % (repeats, pooled, spread)
+
+
+def _varied_text(facts: RecordFacts, cv: float, max_cv: float) -> str:
+    figures = repeat_figures(facts) or ()
+    total = facts.runs_total if isinstance(facts.runs_total, int) and facts.runs_total > len(figures) else None
+    return "repeats vary: coefficient of variation %.1f%% > %.1f%% (n=%d%s%s)" % (
+        cv * 100, max_cv * 100, len(figures), "" if total is None else ", %d runs in all" % total,
+        ", runs %d x as long" % facts.length_factor if isinstance(facts.length_factor, int) and facts.length_factor > 1
+        else "")
+
+
+def _straddled(name: str, figures: Sequence[float], thresholds: Sequence[Tuple[str, float, str]]) -> str:
+    """What the repeats straddle: some below a limit, some not ('' when they are all on one side of each)."""
+    straddled = [what for _kind, limit, what in thresholds
+                 if any(figure < limit for figure in figures) and not all(figure < limit for figure in figures)]
+    if not straddled:
+        return ""
+    return "repeats %s to %s straddle %s" % (format_metric(name, min(figures)), format_metric(name, max(figures)),
+                                             "; ".join(straddled))
 
 
 def _problem_reason(problem: Mapping[str, Any]) -> str:
@@ -926,12 +1078,17 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
     """
     # The peer groups: the figures of every record measured (no error, cache bypass not disproven).
     groups: Dict[Tuple[GroupKey, str], List[float]] = {}
+    group_cvs: Dict[Tuple[GroupKey, str], List[float]] = {}
     for records in facts_by_host.values():
         for _record, facts in records:
             measured = _measured_metric(facts)
             if measured is not None:
-                groups.setdefault((peer_group_key(facts, settings.peer_group), measured[0]), []).append(measured[1])
-    judge = _Judge(groups, settings, rules, baseline)
+                group = (peer_group_key(facts, settings.peer_group), measured[0])
+                groups.setdefault(group, []).append(measured[1])
+                cv = repeat_cv(facts)
+                if cv is not None:
+                    group_cvs.setdefault(group, []).append(cv)
+    judge = _Judge(groups, settings, rules, baseline, group_cvs)
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
         records = facts_by_host.get(host) or []
@@ -985,6 +1142,7 @@ def entry_fields(entry: Entry) -> Dict[str, Any]:
         "robust_z": entry.robust_z,
         "baseline_value": entry.baseline_value,
         "deviation_from_baseline": entry.deviation_from_baseline,
+        "noise": None if entry.noise is None else entry.noise._asdict(),
     }
 
 

@@ -53,7 +53,9 @@ HOST_KEYS = ("name", "memory_bytes", "init", "disks")
 # then its write IOPS throttle drops to steady_write_iops (or, with unsteady_period_s, alternates
 # between the two every that many seconds: a disk that never settles). tools/labkit/fob.py watches.
 FOB_KEYS = ("fob_bytes", "steady_write_iops", "unsteady_period_s")
-DISK_KEYS = ("size", "mode") + SPEED_KEYS + FOB_KEYS
+# sparse: true keeps the image sparse (no memory taken up front); buffered writes to never-written parts of it then
+# cost the machine extra CPU (docs/lab.md, "Buffered writes"), so the lab's accuracy holds only for allocated disks.
+DISK_KEYS = ("size", "mode", "sparse") + SPEED_KEYS + FOB_KEYS
 PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 # Inside each host, filesystem disk N is mounted here.
 DISK_MOUNT_ROOT = "/srv/diskproof"
@@ -79,6 +81,7 @@ class DiskSpec:
     fob_bytes: int | None = None
     steady_write_iops: int | None = None
     unsteady_period_s: int | None = None
+    sparse: bool = False
 
     @property
     def path(self) -> str | None:
@@ -137,7 +140,8 @@ class LabSpec:
                     "index": h.index, "name": h.name, "address": h.address, "memory_bytes": h.memory_bytes,
                     "netns": h.netns, "veth": h.veth, "init": h.init,
                     "disks": [
-                        {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, **d.speeds, **d.fob}
+                        {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, "sparse": d.sparse, **d.speeds,
+                         **d.fob}
                         for d in h.disks
                     ],
                 }
@@ -334,6 +338,9 @@ def _disk(data: Any, index: int, path: str, problems: _Problems) -> DiskSpec | N
     if mode not in MODES:
         problems.add(_join(path, "mode"), f"must be one of {', '.join(MODES)}, got {describe(mode)}")
     speeds = {key: _positive_int(data[key], _join(path, key), problems) for key in SPEED_KEYS if key in data}
+    sparse = data.get("sparse", False)
+    if not isinstance(sparse, bool):
+        problems.add(_join(path, "sparse"), f"must be true or false, got {describe(sparse)}")
     fob: dict[str, int | None] = {}
     if "fob_bytes" in data:
         fob["fob_bytes"] = _memory(data["fob_bytes"], _join(path, "fob_bytes"), problems)
@@ -346,7 +353,7 @@ def _disk(data: Any, index: int, path: str, problems: _Problems) -> DiskSpec | N
             fob[key] = _positive_int(data[key], _join(path, key), problems)
     if len(problems.items) > before or size is None:
         return None
-    return DiskSpec(index=index, mode=mode, size_bytes=size, **speeds, **fob)
+    return DiskSpec(index=index, mode=mode, size_bytes=size, sparse=sparse is True, **speeds, **fob)
 
 
 def _disks(data: Any, path: str, problems: _Problems) -> tuple[DiskSpec, ...] | None:

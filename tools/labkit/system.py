@@ -31,6 +31,18 @@ def run(argv: list[str], check: bool = True, timeout: float = 120) -> subprocess
     return result
 
 
+def memory_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable of /proc/meminfo in bytes, None when it cannot be read."""
+    try:
+        with open(meminfo, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def spawn_detached(argv: list[str], log_path: str, env: dict[str, str] | None = None) -> int:
     """Start a long-lived process in its own session (it must outlive this tool); return its PID."""
     with open(log_path, "ab") as log:

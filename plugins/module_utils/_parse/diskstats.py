@@ -41,8 +41,12 @@ def parse_diskstats(text: str) -> Dict[str, Dict[str, int]]:
 
 
 def parse_block_stat(text: str) -> Optional[Dict[str, int]]:
-    """Sector counters from the text of /sys/block/<dev>/stat; None when it is not that format."""
+    """Counters from the text of /sys/block/<dev>/stat: reads, read_sectors, writes, write_sectors and in_flight
+    (an old kernel's shorter line: the sector counters only); None when it is not that format."""
     fields = text.split()
     if len(fields) <= WRITE_SECTORS or not all(field.isdigit() for field in fields):
         return None
-    return {"read_sectors": int(fields[READ_SECTORS]), "write_sectors": int(fields[WRITE_SECTORS])}
+    counters = {"read_sectors": int(fields[READ_SECTORS]), "write_sectors": int(fields[WRITE_SECTORS])}
+    if len(fields) > IN_FLIGHT:
+        counters.update(reads=int(fields[READS]), writes=int(fields[WRITES]), in_flight=int(fields[IN_FLIGHT]))
+    return counters

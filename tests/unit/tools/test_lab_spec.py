@@ -142,6 +142,16 @@ def test_fresh_ssd_keys() -> None:
     assert "fob_bytes" not in truth[2]
 
 
+def test_sparse_disks_are_named_and_default_to_allocated() -> None:
+    lab = validate_spec(spec_with(hosts=[{"name": "n01", "disks": [dict(DISK), dict(DISK, sparse=True)]}]))
+    allocated, sparse = lab.hosts[0].disks
+    assert (allocated.sparse, sparse.sparse) == (False, True)
+    assert type(lab).from_dict(lab.to_dict()) == lab
+    with pytest.raises(SpecError) as caught:
+        validate_spec(spec_with(hosts=[{"name": "n01", "disks": [dict(DISK, sparse="yes")]}]))
+    assert caught.value.problems == ['hosts[0].disks[0].sparse: must be true or false, got "yes"']
+
+
 @pytest.mark.parametrize(("written", "settled_at", "now", "period", "phase"), [
     (0, None, 10.0, 0, "fresh"),
     (99, None, 10.0, 0, "fresh"),            # one byte short of fob_bytes=100
@@ -191,8 +201,8 @@ BAD_SPECS = [
         ["color: unknown key (allowed: defaults, hosts, name, subnet)",
          "defaults.disk: unknown key (allowed: disks, init, memory_bytes)",
          "hosts[0].cpus: unknown key (allowed: disks, init, memory_bytes, name)",
-         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, mode, read_bytes_per_s, read_iops, size, steady_write_iops, "
-         "unsteady_period_s, write_bytes_per_s, write_iops)"],
+         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, mode, read_bytes_per_s, read_iops, size, sparse, "
+         "steady_write_iops, unsteady_period_s, write_bytes_per_s, write_iops)"],
         id="unknown-keys-at-every-level"),
     pytest.param(
         spec_with(hosts=[{"name": "n01"}, {"name": "n02"}, {"name": "n01"}, {"name": "n02"}]),

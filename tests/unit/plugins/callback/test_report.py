@@ -200,9 +200,9 @@ EXPECTED_HOSTS = {
 # No model in the synthetic records: grouped by test and rotational (unknown).
 EXPECTED_GROUPS = [
     {"key": ["dd_seq_write", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 3, "median": 200e6, "mad": 5e6,
-     "min": 150e6, "max": 205e6, "judged": True},
+     "min": 150e6, "max": 205e6, "judged": True, "spread": pytest.approx(1.4826 * 5e6 / 200e6), "pooled_cv": None},
     {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "iops", "measured": 4, "median": 19750.0, "mad": 750.0,
-     "min": 12000.0, "max": 21000.0, "judged": True},
+     "min": 12000.0, "max": 21000.0, "judged": True, "spread": pytest.approx(1.4826 * 750.0 / 19750.0), "pooled_cv": None},
 ]
 UTC_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 WARNING_TEXT = "diskproof.fleet.report disabled after an error in"
@@ -346,9 +346,10 @@ def test_options_from_env_and_ini(playbook_runner, how):
         completed = playbook_runner.run(FLEET_INVENTORY, FLEET_PLAYBOOK, config_text=config)
     report = json.loads((report_dir / "report.json").read_text())
     reasons = {(entry["host"], entry["test"], entry["target_path"]): (entry["verdict"], entry["reason"]) for entry in report["results"]}
-    # 25 % below the median is within a 30 % limit, but 6.7 robust z below a tight group (MAD 5 MB/s);
+    # 25 % below the median is within a 30 % limit, but 6.7 x the noise of a tight group (MAD 5 MB/s: spread 3.7 %);
     # 39 % below breaks the 30 % limit.
-    assert reasons[("n03", "dd_seq_write", D0)] == ("outlier", "-25.0% vs median 200.0 MB/s (n=3), robust z -6.7 < -3.5")
+    assert reasons[("n03", "dd_seq_write", D0)] == (
+        "outlier", "-25.0% vs median 200.0 MB/s (n=3); no repeats, group spread 3.7%: 6.7 x the noise (limit 3.5 x)")
     assert reasons[("n03", "fio_rand_read", D0)] == ("outlier", "-39.2% vs median 19750 IOPS (n=4), limit -30%")
     assert report["rules"]["outlier_fraction"] == 0.3
     assert report["summary"]["counts"] == EXPECTED_COUNTS

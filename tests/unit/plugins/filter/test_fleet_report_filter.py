@@ -17,11 +17,11 @@ def verdicts(report):
     return {entry["host"]: entry["verdict"] for entry in report["results"]}
 
 
-def test_the_robust_z_rule_flags_the_low_disk_by_default_even_with_a_wide_outlier_fraction():
+def test_the_noise_rule_flags_the_low_disk_by_default_even_with_a_wide_outlier_fraction():
     report = fleet_report(RECORDS, outlier_fraction=0.5)
     assert verdicts(report) == {"accj-n01": "pass", "accj-n02": "outlier", "accj-n03": "pass"}
     reason = next(entry["reason"] for entry in report["results"] if entry["host"] == "accj-n02")
-    assert "robust z" in reason and "-14.1%" in reason
+    assert reason.startswith("-14.1% ") and reason.endswith("x the noise (limit 3.5 x)")
 
 
 def test_robust_z_min_deviation_sets_how_far_below_the_median_a_z_outlier_must_be():

@@ -87,7 +87,7 @@ def test_real_root_filesystem_resolves_or_is_unknown():
 
 def test_read_stat_and_delta_in_bytes(fake_sys, tmp_path):
     before = _blockdev.read_stat("sda", fake_sys)
-    assert before == {"read_sectors": 1207226, "write_sectors": 2708792}
+    assert before == {"reads": 4897, "read_sectors": 1207226, "writes": 4039, "write_sectors": 2708792, "in_flight": 0}
     assert _blockdev.read_stat("/dev/sda", fake_sys) == before  # a /dev path works too
     after = {"read_sectors": 1207226 + 8, "write_sectors": 2708792 + 131072}
     # sectors are 512 bytes whatever the logical block size: 131072 sectors = 64 MiB
@@ -153,3 +153,59 @@ def test_node_rdev_is_the_device_number_of_block_device_nodes_only(tmp_path):
     if not nodes:
         pytest.skip("no block device node under /dev")
     assert _blockdev.node_rdev(nodes[0]) == os.stat(nodes[0]).st_rdev
+
+
+class _FakeClock:
+    """time.monotonic and time.sleep for wait_until_idle: sleeping advances the clock, and each reading of the
+    stat file after a sleep is the next line of ``lines`` (the last one repeats)."""
+
+    def __init__(self, stat_file, lines):
+        self.now = 0.0
+        self.stat_file = stat_file
+        self.lines = list(lines)
+        stat_file.write_text(self.lines.pop(0))
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now = round(self.now + seconds, 6)  # no float drift: 6 polls of 0.05 s are 0.3 s
+        if self.lines:
+            self.stat_file.write_text(self.lines.pop(0))
+
+
+def _stat_line(reads, writes, in_flight):
+    return "%d 0 %d 0 %d 0 %d 0 %d 0 0\n" % (reads, reads * 8, writes, writes * 8, in_flight)
+
+
+@pytest.mark.parametrize(("lines", "idle", "waited_s", "requests"), [
+    # Quiet from the start: the quiet spell is counted from the first reading.
+    ([_stat_line(10, 20, 0)], True, 0.3, 0),
+    # A journal commit lands during the wait: the quiet spell starts again after it.
+    # (seen at 0.1 s and 0.15 s; quiet from the next reading, 0.2 s, for 0.3 s)
+    ([_stat_line(10, 20, 0), _stat_line(10, 20, 0), _stat_line(10, 23, 1), _stat_line(10, 24, 0)], True, 0.5, 4),
+    # Requests in flight count as busy even when no counter moved yet.
+    ([_stat_line(10, 20, 2), _stat_line(10, 20, 2), _stat_line(10, 22, 0)], True, 0.45, 2),
+], ids=["quiet", "commit-restarts-the-spell", "in-flight-is-busy"])
+def test_wait_until_idle(fake_sys, lines, idle, waited_s, requests):
+    fake = _FakeClock(_stat_path(fake_sys, "sda"), lines)
+    settled = _blockdev.wait_until_idle("sda", 0.3, 5.0, sys_root=fake_sys, clock=fake.clock, sleep=fake.sleep)
+    assert (settled.idle, settled.waited_s, settled.requests) == (idle, waited_s, requests)
+
+
+def test_wait_until_idle_gives_up_at_the_limit(fake_sys):
+    # Something writes all the time: measured anyway after the limit, with what it saw.
+    busy = [_stat_line(10, 20 + step, 1) for step in range(200)]
+    fake = _FakeClock(_stat_path(fake_sys, "sda"), busy)
+    settled = _blockdev.wait_until_idle("sda", 0.3, 2.0, sys_root=fake_sys, clock=fake.clock, sleep=fake.sleep)
+    assert settled.idle is False and settled.waited_s == pytest.approx(2.0) and settled.requests == 40
+
+
+def test_wait_until_idle_without_counters(fake_sys):
+    assert _blockdev.wait_until_idle("sdz", 0.3, 5.0, sys_root=fake_sys) is None
+    assert _blockdev.wait_until_idle(None, 0.3, 5.0, sys_root=fake_sys) is None
+
+
+def _stat_path(sys_root, disk):
+    import pathlib
+    return pathlib.Path(os.path.realpath(os.path.join(sys_root, "block", disk))) / "stat"

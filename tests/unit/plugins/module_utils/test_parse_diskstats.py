@@ -26,7 +26,8 @@ def test_diskstats_real_capture():
 def test_sys_block_stat_is_a_diskstats_line_without_its_device_columns():
     line = next(line for line in fixture("diskstats-idle-t0.txt").splitlines() if line.split()[2] == "vda")
     counters = parse_block_stat(" ".join(line.split()[3:]))
-    assert counters == {"read_sectors": 12826218, "write_sectors": 2597168}
+    assert counters == {"reads": 168030, "read_sectors": 12826218, "writes": 26139, "write_sectors": 2597168,
+                        "in_flight": 0}
     assert {key: parse_diskstats(line)["vda"][key] for key in counters} == counters
 
 

@@ -46,6 +46,9 @@ def alive(pid):
 
 
 def run_module(capsys, **args):
+    # These tests run commands on this machine's shared disk, where other tests write at the same time: no wait
+    # for an idle disk before each run (settle_s, tested in test_bench_run_settle.py).
+    args.setdefault("settle_s", 0)
     return run_main(bench_run, capsys, args)
 
 

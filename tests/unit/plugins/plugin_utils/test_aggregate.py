@@ -227,11 +227,11 @@ def test_groups_are_per_test_and_per_metric():
     # Deliberate change (report schema 2): keys carry the fallback identity, rows min, max and basis.
     assert groups_of(records_by_host) == [
         {"key": ["dd_seq_write", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 3, "median": 200e6,
-         "mad": 0.0, "min": 200e6, "max": 200e6, "judged": True},
+         "mad": 0.0, "min": 200e6, "max": 200e6, "judged": True, "spread": 0.0, "pooled_cv": None},
         {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "bytes_per_s", "measured": 1, "median": 1.0,
-         "mad": 0.0, "min": 1.0, "max": 1.0, "judged": False},
+         "mad": 0.0, "min": 1.0, "max": 1.0, "judged": False, "spread": 0.0, "pooled_cv": None},
         {"key": ["fio_rand_read", "rotational=null"], "basis": "test_rotational", "metric": "iops", "measured": 3, "median": 20000.0,
-         "mad": 0.0, "min": 10000.0, "max": 20000.0, "judged": True},
+         "mad": 0.0, "min": 10000.0, "max": 20000.0, "judged": True, "spread": 0.0, "pooled_cv": None},
     ]
 
 
@@ -381,16 +381,19 @@ def test_robust_z(value, center, mad, expected):
 
 
 @pytest.mark.parametrize(("case", "rates", "min_deviation", "expected"), [
-    # median 200, MAD 1: 188 is -6 % (within 15 %) but z = -8.1.
+    # median 200, MAD 1 (spread 1.4826 x 1 / 200 = 0.74 %), no repeats: 188 is -6 % (within 15 %), 8.1 x the noise.
     ("tight group, -6%: outlier by z", [199e6, 200e6, 201e6, 200e6, 188e6], 0.05,
-     ("outlier", "-6.0% vs median 200.0 MB/s (n=5), robust z -8.1 < -3.5")),
+     ("outlier", "-6.0% vs median 200.0 MB/s (n=5); no repeats, group spread 0.7%: 8.1 x the noise (limit 3.5 x)")),
     ("tight group, -0.4%: z alone is not enough", [199.9e6, 200e6, 200.1e6, 200e6, 199.2e6], 0.05,
      ("pass", "-0.4% vs median 200.0 MB/s (n=5)")),
     ("min deviation 0: the pure z rule", [199.9e6, 200e6, 200.1e6, 200e6, 199.2e6], 0.0,
-     ("outlier", "-0.4% vs median 200.0 MB/s (n=5), robust z -5.4 < -3.5")),
+     ("outlier", "-0.4% vs median 200.0 MB/s (n=5); no repeats, group spread 0.1%: 5.4 x the noise (limit 3.5 x)")),
     ("spread group, -10%: pass", [180e6, 200e6, 220e6, 200e6, 180e6], 0.05, ("pass", "-10.0% vs median 200.0 MB/s (n=5)")),
+    # Identical figures and no repeats: no noise at all; below the floor is an outlier.
+    ("no spread at all, -6%", [200e6, 200e6, 200e6, 200e6, 188e6], 0.05,
+     ("outlier", "-6.0% vs median 200.0 MB/s (n=5); no repeats, group spread 0.0%: no spread at all")),
 ])
-def test_robust_z_outliers(case, rates, min_deviation, expected):
+def test_noise_outliers_without_repeats(case, rates, min_deviation, expected):
     records_by_host = {"h%d" % index: [write(rate)] for index, rate in enumerate(rates)}
     settings = agg.make_settings(robust_z_min_deviation=min_deviation)
     entries = judge(records_by_host, settings=settings)
@@ -453,7 +456,8 @@ def test_invalid_records_are_judged_and_left_out_of_the_median():
 
 @pytest.mark.parametrize(("case", "samples", "expected", "notes"), [
     ("steady", [200e6, 201e6, 199e6], ("pass", "not compared: 1 measured in group (< 3)"), []),
-    ("jumpy", [100e6, 200e6, 300e6], ("unstable", "repeats vary: coefficient of variation 50.0% > 5.0% (n=3)"), []),
+    ("jumpy", [100e6, 200e6, 300e6], ("unstable", "repeats vary: coefficient of variation 50.0% > 5.0% (n=3); no rule, "
+                                                  "peer band or baseline to hold them against"), []),
     ("one sample: nothing to compare", [200e6], ("pass", "not compared: 1 measured in group (< 3)"), []),
     ("not numbers", [200e6, "fast"], ("pass", "not compared: 1 measured in group (< 3)"), ["samples ignored: not a list of numbers"]),
 ])
