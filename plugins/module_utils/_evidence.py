@@ -76,7 +76,7 @@ BONNIE_PACKAGE_COMMANDS = (["dpkg-query", "-W", "bonnie++"], ["rpm", "-q", "bonn
 # The kernel log when dmesg is refused (kernel.dmesg_restrict=1 without CAP_SYSLOG, as in containers): the
 # journal's kernel messages of this boot, as JSON (one object per line: no format to guess, the kernel's own
 # timestamp), every field whole (--all), the newest JOURNAL_KERNEL_LINES only: more than a 1 MiB kernel ring
-# buffer holds, so about what dmesg would give, and a bounded file in every bundle.
+# buffer holds, so about what dmesg would give. Read, filtered per disk, never kept whole.
 JOURNAL_KERNEL_LINES = 10000
 JOURNAL_KERNEL_ARGV = ["journalctl", "-k", "-b", "-o", "json", "--all", "--no-pager",
                        "--lines=%d" % JOURNAL_KERNEL_LINES]
@@ -105,8 +105,6 @@ FILE_DESCRIPTIONS = {
                             "service active (NTP)",
     "clock-offset.txt": "the clock offset chronyc or timedatectl reported, or why it is unknown; whether the clock "
                         "is NTP-synchronized and by what",
-    "journalctl-kernel.json": "`journalctl -k -b -o json`: the kernel messages of this boot as the journal holds "
-                              "them (asked when `dmesg` is refused), exactly as printed",
     "kernel-log.txt": "where the kernel log lines came from (`dmesg` or the journal), or why there are none",
     COMMANDS_FILE: "every command of the snapshot: exact argv, exit code, UTC start and end, stderr, output file",
 }
@@ -396,8 +394,8 @@ class _Snapshot:
         return {"offset": offset, "ntp": show, "text": text.strip()}
 
     def kernel_log(self) -> Dict[str, Any]:
-        """dmesg; else the journal's kernel messages of this boot (raw output kept); the log as dmesg text and
-        where it came from or, written down, why there is none. Never silently missing."""
+        """dmesg; else the journal's kernel messages of this boot; the log as dmesg text (each disk keeps the lines
+        naming it) and where it came from or, written down, why there is none. Never silently missing."""
         disk_files = [self.path(disk, "dmesg.txt") for disk in self.devices]
         rc, stdout = self.command(["dmesg"], None, keep=False)
         if rc == 0:
@@ -408,20 +406,23 @@ class _Snapshot:
                 len(text.splitlines()))
             return self._kernel_log_found("dmesg", text, summary)
         refused = "dmesg: %s" % self._why(rc, stdout)
-        raw = self.path(HOST_DIR, "journalctl-kernel.json")
-        rc, stdout = self.command(JOURNAL_KERNEL_ARGV, raw)
+        # Only each disk's own lines are kept, as on the dmesg path: the journal's other messages (other devices,
+        # the kernel command line and its secrets, firewall lines with addresses) and its metadata (_MACHINE_ID,
+        # _HOSTNAME, _BOOT_ID, cursors) stay on the host.
+        rc, stdout = self.command(JOURNAL_KERNEL_ARGV, None, keep=False)
         entry = self.entries[-1]
         journal = shlex.join(JOURNAL_KERNEL_ARGV)
         if rc == 0:
             text, count = journal_kernel_text(stdout.decode("utf-8", "replace"))
             if count:
-                entry["output"] = [raw] + disk_files
-                entry["note"] = ("asked because dmesg was refused; raw output kept; filtered per disk by the dmesg "
-                                 "rule: only the messages naming the disk, its partitions or controller")
+                entry["output"] = disk_files
+                entry["note"] = ("asked because dmesg was refused; filtered per disk by the dmesg rule: only the "
+                                 "messages naming the disk, its partitions or controller, as dmesg prints them (the "
+                                 "journal's other messages and its metadata are not kept)")
                 newest = " (the newest %d only)" % count if count >= JOURNAL_KERNEL_LINES else ""
-                summary = ("kernel log: the journal (`%s`: %d kernel messages of this boot%s, raw in host/%s), because "
-                           "%s; each disk's dmesg.txt holds the messages naming it, as dmesg prints them"
-                           % (journal, count, newest, posixpath.basename(raw), refused))
+                summary = ("kernel log: the journal (`%s`: %d kernel messages of this boot%s), because %s; each "
+                           "disk's dmesg.txt holds the messages naming it, as dmesg prints them"
+                           % (journal, count, newest, refused))
                 return self._kernel_log_found("journal", text, summary)
             why = ("no kernel message of this boot in the journal (journald reads them from /dev/kmsg, which needs "
                    "CAP_SYSLOG when kernel.dmesg_restrict=1: a container's journald often has neither the device nor "

@@ -23,9 +23,10 @@ description:
     versions of dd, fio, sysbench, ioping, smartctl, nvme-cli and bonnie++ (its package). C(commands.json) lists every
     command - argv, exit code, UTC start and end, output file.
   - The kernel log comes from C(dmesg); when C(dmesg) is refused (C(kernel.dmesg_restrict=1) without CAP_SYSLOG, as
-    in containers) from the journal - C(journalctl -k -b -o json --all --no-pager --lines=10000), its raw output kept
-    as C(host/journalctl-kernel.json) - filtered per disk by the same rule. C(host/kernel-log.txt) says which source
-    gave the lines, or why neither did.
+    in containers) from the journal - C(journalctl -k -b -o json --all --no-pager --lines=10000) - filtered per disk
+    by the same rule. Only the lines naming the disk are kept, without the journal's metadata; the rest of the
+    kernel log (other devices, the kernel command line, firewall lines) never leaves the host. C(host/kernel-log.txt)
+    says which source gave the lines, or why neither did.
   - Every command runs as an argument list, without a shell, with C(LC_ALL=C). A tool that is missing or fails is
     written down with its exit code and stderr and never fails the snapshot - a VM disk without SMART is evidence too.
   - O(state=pack) builds, for each disk, C(<dest_dir>/<serial or disk>-<UTC YYYYmmddTHHMMSSZ>.tar.gz) holding its

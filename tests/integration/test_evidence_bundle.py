@@ -2,6 +2,9 @@
 controller, whose MANIFEST.sha256 passes the real sha256sum, whose README names the exact dd and bonnie++
 commands, with before/after snapshots, raw outputs and the records of the report, signed with a throwaway
 GPG key that gpg --verify accepts; nothing is left on the host. Check mode plans and writes nothing.
+The evidence tasks run with become (su: lab hosts have no sudo, and root needs no password for it), as on a
+production host: the fetch then goes through slurp, which wrote the controller copy 0644 (issue 31); the bundle
+is 0600 in a 0700 directory.
 
 Real lab (tools/lab, lab `evid`), real ansible-playbook with the report callback, real gpg. Root only.
 Short settings (3 s fio runs, one run per test, 1 s idle window): about 80 s.
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -95,7 +99,8 @@ def host_leftovers(disk):
 def test_evidence_bundle_per_disk_verifies_and_nothing_is_left_on_the_host(evid, tmp_path, gpg_key):
     home, fingerprint = gpg_key
     dest = tmp_path / "evidence"
-    rc, output, report = playbook(tmp_path, "evidence_gpg_key=%s" % fingerprint, "evidence_gpg_homedir=%s" % home)
+    rc, output, report = playbook(tmp_path, "evidence_gpg_key=%s" % fingerprint, "evidence_gpg_homedir=%s" % home,
+                                  "evidence_become=true", "ansible_become_method=su")
     assert rc == 0, output[-4000:]
 
     # One bundle per disk under test in ./evidence/<host>/, named by the disk (loop devices have no
@@ -103,6 +108,7 @@ def test_evidence_bundle_per_disk_verifies_and_nothing_is_left_on_the_host(evid,
     bundles = sorted((dest / HOST).glob("*.tar.gz"))
     assert [bundle.name.split("-")[0] for bundle in bundles] == [evid["device"]], os.listdir(dest / HOST)
     bundle = bundles[0]
+    assert stat.S_IMODE(bundle.stat().st_mode) == 0o600 and stat.S_IMODE((dest / HOST).stat().st_mode) == 0o700
     signature = Path(str(bundle) + ".asc")
     assert signature.read_text().startswith("-----BEGIN PGP SIGNATURE-----")
     verified = subprocess.run(["gpg", "--batch", "--verify", str(signature), str(bundle)], capture_output=True, text=True,

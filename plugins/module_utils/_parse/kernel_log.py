@@ -20,11 +20,17 @@ def _disk_pattern(disk: str) -> "re.Pattern[str]":
     return re.compile(r"(?<![A-Za-z0-9_])(?:%s)(?![A-Za-z0-9_])" % "|".join(names))
 
 
+# The boot command line names the root disk and may carry secrets (an iSCSI CHAP password, a LUKS key file): it is no
+# line about the disk's behaviour, and never goes into a bundle.
+_COMMAND_LINE = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:Kernel )?[Cc]ommand line:")
+
+
 def dmesg_lines(text: str, disk: str) -> List[str]:
-    """The kernel log lines that name the disk, its partitions or (NVMe) its controller (the one rule for
-    dmesg and for the journal's kernel messages, which journal_kernel_text turns into dmesg lines)."""
+    """The kernel log lines that name the disk, its partitions or (NVMe) its controller, but the kernel's command
+    line (the one rule for dmesg and for the journal's kernel messages, which journal_kernel_text turns into dmesg
+    lines)."""
     pattern = _disk_pattern(disk)
-    return [line for line in text.splitlines() if pattern.search(line)]
+    return [line for line in text.splitlines() if pattern.search(line) and not _COMMAND_LINE.match(line)]
 
 
 def _journal_field(value: Any) -> str:

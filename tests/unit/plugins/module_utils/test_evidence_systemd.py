@@ -109,21 +109,59 @@ def test_kernel_lines_come_from_the_journal_when_dmesg_is_refused(tmp_path):
         "[12310.827640] EXT4-fs (loop0): mounted filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4 r/w with ordered data "
         "mode. Quota mode: none.",
         "[12310.829852] EXT4-fs (loop0): unmounting filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4."]
-    # The journal's raw output is kept byte for byte, and its exact command written down.
-    assert (before / "host" / "journalctl-kernel.json").read_bytes() == JOURNAL_KERNEL[1]
+    # Its exact command is written down; its raw output (the whole journal) is not kept.
+    assert not (before / "host" / "journalctl-kernel.json").exists()
     journal = entry_of(commands, "journalctl")
     assert journal["argv"] == ["/usr/bin/journalctl"] + JOURNAL_ARGV[1:] and journal["exit_code"] == 0
-    assert journal["output"] == ["before/host/journalctl-kernel.json", "before/loop0/dmesg.txt"]
+    assert journal["output"] == ["before/loop0/dmesg.txt"]
     dmesg = entry_of(commands, "dmesg")
     assert dmesg["exit_code"] == 1 and "Operation not permitted" in dmesg["stderr"] and dmesg["output"] is None
     # Which source, and why: in the host file, in commands.json and in what the module returns.
     source = (before / "host" / "kernel-log.txt").read_text()
     assert source.startswith("kernel log: the journal (`journalctl -k -b -o json --all --no-pager --lines=10000`: 80 "
-                             "kernel messages of this boot, raw in host/journalctl-kernel.json), because dmesg: exit "
-                             "code 1: dmesg: read kernel buffer failed: Operation not permitted")
+                             "kernel messages of this boot), because dmesg: exit code 1: dmesg: read kernel buffer "
+                             "failed: Operation not permitted")
     assert commands["kernel_log"] == {"source": "journal", "text": source.strip()}
     assert taken["kernel_log"] == source.strip()
     assert "before/host/kernel-log.txt" in taken["files"]
+
+
+def _journal_line(usec: int, message: str) -> bytes:
+    """One journalctl -o json message, with the metadata fields journald adds (as in the real capture)."""
+    return (json.dumps({"MESSAGE": message, "_SOURCE_MONOTONIC_TIMESTAMP": str(usec), "_TRANSPORT": "kernel",
+                        "_MACHINE_ID": "3d1219c7c4c5404aaa1f6d2a48adfda4", "_HOSTNAME": "evsysdhand",
+                        "_BOOT_ID": "1d4b2e9e911342fc98548bc7d7a4eacd", "PRIORITY": "6",
+                        "__CURSOR": "s=65a5fb8557084dbe897ea65f9d725756;i=900"}) + "\n").encode()
+
+
+# Derived from the real capture: three messages a host's kernel log may hold that no disk's bundle should carry.
+SECRET_LINES = [
+    (1000000, "Kernel command line: BOOT_IMAGE=/vmlinuz root=/dev/loop0 ip=ibft iscsi_initiator=iqn.2026-11.invalid "
+              "iscsi_password=ChapSecret123 ro"),
+    (2000000, "[UFW BLOCK] IN=eth0 OUT= SRC=203.0.113.7 DST=198.51.100.9 PROTO=TCP SPT=51234 DPT=22"),
+    (3000000, "EXT4-fs (loop1): mounted filesystem 11111111-2222-3333-4444-555555555555 r/w"),
+]
+
+
+def test_only_the_disks_kernel_lines_from_the_journal_go_into_the_snapshot(tmp_path):
+    """When dmesg is refused, the whole journal (10,000 messages, _MACHINE_ID, other devices, the kernel command
+    line with an iSCSI CHAP password, firewall lines with addresses) once went into every disk's bundle; the dmesg
+    path kept only the lines naming the disk. Now both keep only those lines, without journal metadata."""
+    journal = JOURNAL_KERNEL[1] + b"".join(_journal_line(usec, message) for usec, message in SECRET_LINES)
+    _host, taken, commands = snapshot(tmp_path, [(["dmesg"], DMESG_REFUSED), (JOURNAL_ARGV, (0, journal, b""))])
+    before = tmp_path / "ev" / "before"
+    written = {str(path.relative_to(before)): path.read_bytes() for path in before.rglob("*") if path.is_file()}
+    for secret in (b"3d1219c7c4c5404aaa1f6d2a48adfda4", b"evsysdhand", b"ChapSecret123", b"Kernel command line",
+                   b"203.0.113.7", b"loop1", b"dprack6br", b"__CURSOR"):
+        assert not [name for name, data in written.items() if secret in data], secret
+    assert "host/journalctl-kernel.json" not in written
+    assert (before / "loop0" / "dmesg.txt").read_text().splitlines() == [
+        "[12310.827640] EXT4-fs (loop0): mounted filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4 r/w with ordered data "
+        "mode. Quota mode: none.",
+        "[12310.829852] EXT4-fs (loop0): unmounting filesystem f373a2bc-b54d-4893-bef1-ad78b75b41d4."]
+    journal_entry = entry_of(commands, "journalctl")
+    assert journal_entry["output"] == ["before/loop0/dmesg.txt"]
+    assert "83 kernel messages" in taken["kernel_log"]
 
 
 def test_no_kernel_log_is_never_silent(tmp_path):
@@ -140,7 +178,7 @@ def test_no_kernel_log_is_never_silent(tmp_path):
     assert commands["kernel_log"]["source"] is None
     assert any(problem.startswith("journalctl -k -b") and "no kernel message" in problem
                for problem in taken["problems"])
-    assert (before / "host" / "journalctl-kernel.json").read_bytes() == b""     # the empty answer is evidence too
+    assert entry_of(commands, "journalctl")["exit_code"] == 0     # the empty answer is written down
 
 
 def test_journal_not_installed_is_written_down(tmp_path):
@@ -150,12 +188,11 @@ def test_journal_not_installed_is_written_down(tmp_path):
     assert commands["kernel_log"]["source"] is None
 
 
-def test_bundle_commands_keep_the_journal_and_this_disks_lines_only():
+def test_bundle_commands_keep_this_disks_lines_only():
     document = {"devices": ["loop0", "loop1"], "commands": [
-        {"argv": JOURNAL_ARGV, "disk": None, "output": ["before/host/journalctl-kernel.json", "before/loop0/dmesg.txt",
-                                                        "before/loop1/dmesg.txt"]}]}
+        {"argv": JOURNAL_ARGV, "disk": None, "output": ["before/loop0/dmesg.txt", "before/loop1/dmesg.txt"]}]}
     filtered = json.loads(ev._filtered_commands(json.dumps(document).encode(), "loop1"))
-    assert filtered["commands"][0]["output"] == ["before/host/journalctl-kernel.json", "before/loop1/dmesg.txt"]
+    assert filtered["commands"][0]["output"] == ["before/loop1/dmesg.txt"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,3 +120,14 @@ def test_journal_field_forms(line, expected):
 def test_journal_lines_that_are_not_json_are_not_messages():
     text, count = journal_kernel_text("-- No entries --\n\n")
     assert (text, count) == ("", 0)
+
+
+def test_the_kernel_command_line_is_never_one_of_the_disks_lines():
+    """The boot command line names the root disk and may carry secrets (derived lines: the x86 'Command line:' and
+    the generic 'Kernel command line:' as dmesg prints them, with an iSCSI CHAP password added)."""
+    log = ("[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=/dev/sdc1 iscsi_password=ChapSecret123 ro\n"
+           "[    0.054321] Kernel command line: BOOT_IMAGE=/vmlinuz root=/dev/sdc1 iscsi_password=ChapSecret123 ro\n"
+           + SATA_LOG)
+    lines = dmesg_lines(log, "sdc")
+    assert not [line for line in lines if "ChapSecret123" in line]
+    assert lines == dmesg_lines(SATA_LOG, "sdc") and lines
