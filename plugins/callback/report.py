@@ -212,9 +212,9 @@ from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ansible_version
 from ansible.template import Templar
 from ansible.utils.unsafe_proxy import wrap_var
-from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics
+from ansible_collections.diskproof.fleet.plugins.module_utils import _csv_cells, _metrics
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _junit, _render
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _csv_cells, _report_inputs, _settings
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs, _settings
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"

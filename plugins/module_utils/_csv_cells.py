@@ -4,9 +4,10 @@
 """CSV fields that a spreadsheet will not run as formulas (OWASP "CSV Injection" guidance).
 
 Model, serial and device strings come from the disks, paths and error messages from hosts and
-tools: any of them may read '=HYPERLINK(...)' or '@SUM(...)|cmd'. The rule, for every field of
-every CSV file the collection writes (results.csv; the callback on the controller is its only CSV
-writer, hence plugin_utils):
+tools, verdict names and playbook names from report.json files: any of them may read
+'=HYPERLINK(...)' or '@SUM(...)|cmd'. The rule, for every field of every CSV file the collection
+writes, header included (results.csv, written by the callback on the controller; the report store's
+index.csv, written on the store host, hence module_utils: both sides import it):
 
 - a number (int or float, never a bool) is written as the number it is, a negative one included;
 - anything else is text (its str()); text beginning with ``=``, ``+``, ``-``, ``@``, TAB or CR, or

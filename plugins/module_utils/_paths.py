@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Paths root writes through that nobody else can swap: pure helpers for bench_plan and bench_facts.
+"""Paths root writes through that nobody else can swap: pure helpers for bench_plan and bench_facts, and the rule
+for a private directory (the quiesce state directory, the report store and its upload directory).
 
 The rule (docs/benchmarks.md, "Paths that can't be swapped"):
 
@@ -18,11 +19,17 @@ The rule (docs/benchmarks.md, "Paths that can't be swapped"):
   the resolved target, and its identity (``st_dev``, ``st_ino``) is handed to the runner, which
   re-walks the path with ``O_NOFOLLOW`` from ``/`` before each tool run and refuses any change.
 
+A private directory (``private_directory_problem``, ``ancestor_problem``) is a real directory, not a symlink, owned
+by the user running diskproof and writable by nobody else, below parents only root or that user can change (or
+sticky ones, like ``/tmp``); files in it are written by ``write_file_at`` relative to its descriptor.
+
 No Ansible imports: unit tests reach it directly, with injectable ``lstat``/``readlink``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
 from typing import Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
@@ -81,6 +88,56 @@ def component_problem(path: str, info: os.stat_result, trusted: FrozenSet[int]) 
                 "scratch directory like /tmp), or choose another target"
                 % (path, who, owner_name(info.st_uid), _mode_text(info.st_mode), path))
     return None
+
+
+def private_directory_problem(what: str, path: str, info: os.stat_result, euid: int, fix: str) -> Optional[str]:
+    """Why ``path`` (lstat/fstat ``info``) cannot be a private directory, or None: it must be a real directory owned
+    by ``euid`` and writable by nobody else (others could swap the files in it). ``what`` names it ("the state
+    directory", "diskproof_report_store"); ``fix`` is what to do, appended to an ownership or mode problem."""
+    if stat.S_ISLNK(info.st_mode):
+        return "%s %s is a symbolic link: give the real directory" % (what, path)
+    if not stat.S_ISDIR(info.st_mode):
+        return "%s %s is not a directory" % (what, path)
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != euid:
+        return "%s %s is owned by %s (mode %04o), not by %s that runs diskproof: %s" % (
+            what, path, owner_name(info.st_uid), mode, owner_name(euid), fix)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "%s %s (owner %s) has mode %04o (group- or world-writable): %s" % (
+            what, path, owner_name(info.st_uid), mode, fix)
+    return None
+
+
+def ancestor_problem(what: str, path: str, info: os.stat_result, euid: int) -> Optional[str]:
+    """A parent of a private directory must be owned by root or ``euid`` and not writable by others, unless sticky
+    (/tmp): otherwise someone else could rename the directory away and put their own in its place. The rule every
+    target path follows (component_problem)."""
+    problem = component_problem(path, info, frozenset((0, euid)))
+    return None if problem is None else "a parent of %s: %s" % (what, problem)
+
+
+def write_file_at(directory: int, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Atomically replace ``name`` in the directory open as ``directory``: a new file with an unpredictable name
+    (O_CREAT|O_EXCL|O_NOFOLLOW), written and fsynced, given ``mode``, renamed over ``name``, then the directory
+    fsynced. A reader sees the old file or the new one, never a part; a planted name is never written through."""
+    temporary = ".%s.%s.tmp" % (name, secrets.token_hex(8))
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view):]
+            os.fchmod(descriptor, mode)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+    os.fsync(directory)
 
 
 def resolve_trusted(path: str, trusted: FrozenSet[int], lstat: StatFunction = os.lstat,

@@ -37,7 +37,7 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ._flock import wait_for_flock
-from ._paths import component_problem
+from ._paths import ancestor_problem, owner_name, private_directory_problem, write_file_at
 from ._parse.errors import ParseError
 from ._parse.proc_pid_stat import parse_proc_stat
 
@@ -65,7 +65,6 @@ JOB_FILE_PREFIX = "fio-job."
 JOB_FILE_SUFFIX = ".fio"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
 class QuiesceError(Exception):
@@ -219,10 +218,7 @@ def same_run(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
 
 
 def _user(uid: int) -> str:
-    try:
-        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
-    except KeyError:
-        return "uid %d" % uid
+    return owner_name(uid)
 
 
 def _fix(path: str, euid: int) -> str:
@@ -237,26 +233,13 @@ def _fix(path: str, euid: int) -> str:
 def dir_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
     """Why `path` (lstat/fstat `info`) cannot be the state directory, or None: it must be a real directory owned by
     the user running diskproof and writable by nobody else (others could swap the lock or the state files)."""
-    if stat.S_ISLNK(info.st_mode):
-        return "the state directory %s is a symbolic link: give the real directory" % path
-    if not stat.S_ISDIR(info.st_mode):
-        return "the state directory %s is not a directory" % path
-    mode = stat.S_IMODE(info.st_mode)
-    if info.st_uid != euid:
-        return "the state directory %s is owned by %s (mode %04o), not by %s that runs diskproof: %s" % (
-            path, _user(info.st_uid), mode, _user(euid), _fix(path, euid))
-    if mode & _WRITABLE_BY_OTHERS:
-        return "the state directory %s (owner %s) has mode %04o (group- or world-writable): %s" % (
-            path, _user(info.st_uid), mode, _fix(path, euid))
-    return None
+    return private_directory_problem("the state directory", path, info, euid, _fix(path, euid))
 
 
 def parent_problem(path: str, info: os.stat_result, euid: int) -> Optional[str]:
     """A parent of the state directory must be owned by root or us and not writable by others, unless sticky
-    (/tmp): otherwise someone else could rename the state directory away and put their own in its place. The
-    rule is the one every target path follows (_paths.component_problem)."""
-    problem = component_problem(path, info, frozenset((0, euid)))
-    return None if problem is None else "a parent of the state directory: %s" % problem
+    (/tmp): otherwise someone else could rename the state directory away and put their own in its place."""
+    return ancestor_problem("the state directory", path, info, euid)
 
 
 class StateDir:
@@ -349,27 +332,9 @@ class StateDir:
             return None, str(error)
 
     def write(self, name: str, document: Mapping[str, Any]) -> None:
-        """Atomically replace `name`: a new file with an unpredictable name (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), written
-        and fsynced, renamed over `name`, then the directory fsynced."""
-        directory = self._need()
-        data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
-        temporary = ".%s.%s.tmp" % (name, secrets.token_hex(8))
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=directory)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(descriptor, view):]
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
-            os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=directory)
-            raise
-        os.fsync(directory)
+        """Atomically replace `name` (0600; _paths.write_file_at: a new file with an unpredictable name, never
+        written through a planted link, renamed over `name`)."""
+        write_file_at(self._need(), name, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
     def remove(self, name: str) -> None:
         try:

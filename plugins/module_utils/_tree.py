@@ -2,8 +2,9 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Directories the project created: their identity, and removing them without following symlinks or
-crossing into other filesystems (``remove_tree``). Used by bench_run (its workdir), bench_plan (an
-aborted run's leftovers) and the cancel path (module_utils/_cancel.py). No Ansible imports.
+crossing into other filesystems (``remove_tree``; ``remove_tree_at`` for a directory named inside one already
+open). Used by bench_run (its workdir), bench_plan (an aborted run's leftovers), the cancel path
+(module_utils/_cancel.py) and the report store (pruned runs, dead uploads). No Ansible imports.
 """
 
 from __future__ import annotations
@@ -71,4 +72,35 @@ def remove_tree(path: str, expected: Tuple[int, int]) -> List[str]:
             os.rmdir(path)
         except OSError as error:
             problems.append("%s: %s" % (path, error))
+    return problems
+
+
+def remove_tree_at(parent: int, name: str, where: str) -> List[str]:
+    """Remove the directory ``name`` in the directory open as ``parent`` and everything in it, never following a
+    symlink (``name`` itself included: a symlink or a file there is refused) nor leaving its filesystem; returns the
+    problems (empty when all went). ``where`` is its path, for the messages."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        return ["%s: %s" % (where, error.strerror or error)]
+    if not stat.S_ISDIR(info.st_mode):
+        return ["%s is not a directory (a symlink or a file was put there): not removed" % where]
+    problems: List[str] = []
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as error:
+        return ["%s: %s" % (where, error.strerror or error)]
+    try:
+        if os.fstat(fd).st_ino != info.st_ino:
+            return ["%s was replaced while it was being removed: not removed" % where]
+        _clear_directory(fd, info.st_dev, where, problems)
+    finally:
+        os.close(fd)
+    if not problems:
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError as error:
+            problems.append("%s: %s" % (where, error.strerror or error))
     return problems

@@ -11,18 +11,30 @@ short_description: Keep every run's report files in a durable store, with latest
 version_added: 0.1.0
 description:
   - Runs on the store host (the controller, or a file server through C(delegate_to)). The role
-    C(diskproof.fleet.report_store) drives it; docs/report-store.md of the collection describes the store.
+    C(diskproof.fleet.report_store) drives it; docs/report-store.md of the collection describes the store and its
+    threat model.
+  - The store is checked like the quiesce state directory - not a symbolic link, owned by the user the module runs
+    as, writable by nobody else, below parents only root or that user can change - and so is its upload directory
+    C(.incoming). Both are opened once without following links and every name in them is reached through those
+    descriptors; every run id read back from disk (C(index.json), a pointer) is checked as a new one is.
   - O(state=incoming) checks the store (created when missing and its parent exists; refused, saying what to do,
-    when it is not a writable directory) and makes the new, empty C(<path>/.incoming/<run_id>.tmp) for the run's
-    files. Refused when the store already holds O(run_id).
-  - O(state=published) writes C(SHA256SUMS) (every file, as C(sha256sum -c) reads it) into that directory,
-    renames it to C(<path>/<run_id>), adds the run to C(index.json) and C(index.csv), points C(latest) at it and,
-    when its C(report.json) says C(summary.passed), C(last-pass) too (symlinks replaced in one rename), and
+    when it cannot be used) and makes the new, empty C(<path>/.incoming/<run_id>.tmp) for the run's files. Refused
+    when the store already holds O(run_id).
+  - O(state=published) checks the files against O(sums) (the controller's C(SHA256SUMS)), writes C(SHA256SUMS) and
+    O(signature) (as C(SHA256SUMS.hmac)) into that directory, renames it to C(<path>/<run_id>), adds the run to
+    C(index.json) and C(index.csv), points C(latest) at it and, when it is signed, its C(report.json) says
+    C(summary.passed) and O(scope) is V(full) or V(merge), C(last-pass) too (symlinks replaced in one rename), and
     removes the oldest runs beyond O(keep). All of it under an exclusive C(flock) on C(<path>/.lock), so jobs
     publishing at the same time (sliced jobs) take turns. A failure leaves every earlier run, the pointers and
     the index as they were; an existing run directory is never replaced.
-  - O(state=query) returns the C(report.json) of the run C(last-pass) names (checked against that run's
-    C(SHA256SUMS)), or null when no run passed yet.
+  - O(state=query) returns the run C(last-pass) names - refused unless C(index.json) says it passed and judged the
+    whole fleet, its C(report.json) checked against its C(SHA256SUMS) - with the C(SHA256SUMS) and signature texts
+    the controller checks the signature with; null when no run is the baseline yet. With O(run_id), that run.
+  - O(state=picked) writes O(signature) (made on the controller for O(run_id)) and points C(last-pass) at the run,
+    after checking that it passed, is not partial and that every file matches its C(SHA256SUMS)
+    (C(playbooks/store_pick.yml)).
+  - The module never sees the store key; it cannot check a signature, only that it names this run, its scope, its
+    verdict and its C(SHA256SUMS). The controller checks it (M(diskproof.fleet.store_signature)).
 author:
   - diskproof maintainers (@diskproof)
 options:
@@ -34,20 +46,46 @@ options:
   state:
     description:
       - V(incoming) prepares a run's upload directory; V(published) turns it into the run; V(query) reads the
-        last passing run.
+        baseline run; V(picked) makes a run the baseline.
     type: str
-    choices: [incoming, published, query]
+    choices: [incoming, published, query, picked]
     required: true
   run_id:
     description:
       - The run's directory name - letters, digits, C(.), C(_), C(-), starting with a letter or digit, at most 128
         characters, none of the store's own names (C(latest), C(last-pass), C(index.json), C(index.csv)).
-      - Required with O(state=incoming) and O(state=published).
+      - Required with O(state=incoming), O(state=published) and O(state=picked); with O(state=query), the run to read
+        instead of the one C(last-pass) names.
     type: str
+  scope:
+    description:
+      - With O(state=published) - what the run judged. V(full) every host its playbook targets, V(merge) the record
+        sets of a merge, V(partial) part of the fleet (a slice, a C(--limit) run). A partial run never becomes
+        C(last-pass), and retention keeps it until a merge names it (O(merged)) or it is 7 days old.
+    type: str
+    choices: [full, partial, merge]
+    default: full
+  sums:
+    description:
+      - With O(state=published) - the C(SHA256SUMS) text the controller computed over the run's files before the
+        copy; the publish is refused when the copied files do not match it. Omitted - the module computes it alone.
+    type: str
+  signature:
+    description:
+      - With O(state=published) or O(state=picked) - the C(SHA256SUMS.hmac) text the controller made with the store
+        key (M(diskproof.fleet.store_signature)). A run published without one is kept but never becomes C(last-pass).
+    type: str
+  merged:
+    description:
+      - With O(state=published) and O(scope=merge) - the sha256 of each record set the merge read; the partial runs
+        whose C(report.json) they are no longer count as waiting for a merge.
+    type: list
+    elements: str
+    default: []
   keep:
     description:
       - With O(state=published) - keep at most this many runs, removing the oldest first; the runs C(latest) and
-        C(last-pass) name are never removed. V(0) keeps every run.
+        C(last-pass) name, and partial runs a merge has not read yet, are never removed. V(0) keeps every run.
     type: int
     default: 0
   lock_timeout:
@@ -60,12 +98,12 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: O(state=incoming) and O(state=published) report what they would do and change nothing.
+    details: O(state=incoming), O(state=published) and O(state=picked) report what they would do and change nothing.
 notes:
   - Needs a filesystem with C(flock) and atomic C(rename) (local filesystems, NFS v4).
 seealso:
   - name: The report store
-    description: docs/report-store.md of the collection - layout, pointers, index, retention, remote store.
+    description: docs/report-store.md of the collection - layout, pointers, index, retention, remote store, threat model.
     link: https://github.com/diskproof/fleet/blob/main/docs/report-store.md
 """
 
@@ -83,14 +121,17 @@ EXAMPLES = r"""
     dest: "{{ incoming.incoming }}/"
     mode: "0644"
 
-- name: Publish the run
+- name: Publish the run (a full run, signed on the controller by diskproof.fleet.store_signature)
   diskproof.fleet.report_store:
     path: /srv/diskproof-reports
     state: published
     run_id: 20261126T030000Z-awx4711
+    scope: full
+    sums: "{{ sealed.sums }}"
+    signature: "{{ sealed.signature }}"
     keep: 90
 
-- name: The last passing run's report.json, on a file server
+- name: The baseline run (last-pass) and its report.json, on a file server
   diskproof.fleet.report_store:
     path: /srv/diskproof-reports
     state: query
@@ -111,7 +152,7 @@ path:
   sample: /srv/diskproof-reports
 run_id:
   description: O(run_id).
-  returned: O(state=incoming) or O(state=published)
+  returned: O(state=incoming), O(state=published) or O(state=picked)
   type: str
   sample: 20261126T030000Z-awx4711
 incoming:
@@ -121,12 +162,12 @@ incoming:
   sample: /srv/diskproof-reports/.incoming/20261126T030000Z-awx4711.tmp
 run_dir:
   description: The run's directory in the store.
-  returned: O(state=published), and O(state=query) when a run passed
+  returned: O(state=published), and O(state=query) when there is a baseline run
   type: str
   sample: /srv/diskproof-reports/20261126T030000Z-awx4711
 entry:
   description: The run's C(index.json) entry.
-  returned: O(state=published), not in check mode
+  returned: O(state=published) (not in check mode), O(state=query) and O(state=picked)
   type: dict
   sample:
     run_id: 20261126T030000Z-awx4711
@@ -136,6 +177,9 @@ entry:
     passed: true
     total: 18
     counts: {pass: 18, outlier: 0, error: 0, not_measured: 0}
+    scope: full
+    signed: true
+    report_sha256: 9f2c0d3e4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0
     hosts: [rack6-n01, rack6-n02]
     path: /srv/diskproof-reports/20261126T030000Z-awx4711
 latest:
@@ -144,8 +188,8 @@ latest:
   type: str
   sample: 20261126T030000Z-awx4711
 last_pass:
-  description: The run C(last-pass) names, null when no run passed.
-  returned: O(state=published) or O(state=query)
+  description: The run C(last-pass) names, null when no run is the baseline yet.
+  returned: O(state=published), O(state=query) or O(state=picked)
   type: str
   sample: 20261125T030000Z-awx4650
 report_json:
@@ -153,6 +197,23 @@ report_json:
   returned: O(state=query)
   type: str
   sample: /srv/diskproof-reports/20261125T030000Z-awx4650/report.json
+sums:
+  description: That run's C(SHA256SUMS) text, null without a baseline run.
+  returned: O(state=query)
+  type: str
+  sample: "9f2c0d3e4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0  report.json\n"
+signature:
+  description: That run's C(SHA256SUMS.hmac) text, null when it has none (unsigned) or there is no baseline run.
+  returned: O(state=query)
+  type: str
+  sample: "diskproof-store-signature: 1\nrun_id: 20261125T030000Z-awx4650\n..."
+hosts_missing:
+  description:
+    - Hosts another passing run of the whole fleet measured but the baseline run did not, with the newest such run;
+      their disks have no baseline although the store judged them before.
+  returned: O(state=query)
+  type: dict
+  sample: {rack6-n07: 20261120T030000Z-awx4400}
 sha256:
   description: The sha256 of RV(report_json) (equal to the one its run's C(SHA256SUMS) records), null without one.
   returned: O(state=query)
@@ -187,40 +248,71 @@ def incoming(module: AnsibleModule, path: str, run_id: str) -> dict:
 
 
 def published(module: AnsibleModule, path: str, run_id: str) -> dict:
+    params = module.params
     run_dir = "%s/%s" % (path.rstrip("/"), _store.check_run_id(run_id))
     if module.check_mode:
         return dict(changed=True, run_id=run_id, run_dir=run_dir, msg="would publish run %s" % run_id)
-    done = _store.publish(path, run_id, keep=module.params["keep"], lock_timeout=module.params["lock_timeout"])
+    done = _store.publish(path, run_id, keep=params["keep"], lock_timeout=params["lock_timeout"],
+                          scope=params["scope"], sums=params["sums"], signature=params["signature"] or None,
+                          merged=params["merged"])
     for warning in done["warnings"]:
         module.warn(warning)
-    passed = done["entry"]["passed"]
-    msg = "published run %s (%s); latest %s to it" % (
-        run_id, "passed" if passed else "did not pass", "and last-pass point" if passed else "points")
+    entry = done["entry"]
+    if _store.is_baseline(entry):
+        moved = "latest and last-pass point to it"
+    else:
+        why = ("it did not pass" if not entry["passed"] else "it is unsigned" if not entry["signed"]
+               else "it is a partial run")
+        moved = "latest points to it; last-pass stays on %s (%s)" % (done["last_pass"] or "no run", why)
+    msg = "published run %s (%s, %s, %s); %s" % (run_id, "passed" if entry["passed"] else "did not pass",
+                                                 entry["scope"], "signed" if entry["signed"] else "unsigned", moved)
     if done["pruned"]:
-        msg += "; removed %d old run(s) (keep %d)" % (len(done["pruned"]), module.params["keep"])
-    return dict(changed=True, run_id=run_id, run_dir=done["run_dir"], entry=done["entry"], latest=done["latest"],
+        msg += "; removed %d old run(s) (keep %d)" % (len(done["pruned"]), params["keep"])
+    return dict(changed=True, run_id=run_id, run_dir=done["run_dir"], entry=entry, latest=done["latest"],
                 last_pass=done["last_pass"], pruned=done["pruned"], msg=msg)
 
 
-def query(path: str) -> dict:
-    found = _store.query(path)
-    last_pass = found["last_pass"] or {}
-    msg = ("last passing run %s" % last_pass["run_id"]) if last_pass else "no run in the store passed yet"
-    return dict(changed=False, latest=found["latest"], last_pass=last_pass.get("run_id"),
-                run_dir=last_pass.get("run_dir"), report_json=last_pass.get("report_json"),
-                sha256=last_pass.get("sha256"), runs=found["runs"], msg=msg)
+def query(module: AnsibleModule, path: str) -> dict:
+    found = _store.query(path, module.params["run_id"])
+    for warning in found["warnings"]:
+        module.warn(warning)
+    chosen = found["last_pass"] or {}
+    if module.params["run_id"] is not None:
+        msg = "run %s" % chosen["run_id"]
+    else:
+        msg = ("baseline run (last-pass) %s" % chosen["run_id"]) if chosen else "no run in the store is a baseline yet"
+    return dict(changed=False, latest=found["latest"], last_pass=chosen.get("run_id"), run_dir=chosen.get("run_dir"),
+                report_json=chosen.get("report_json"), sha256=chosen.get("sha256"), sums=chosen.get("sums"),
+                signature=chosen.get("signature"), entry=chosen.get("entry"),
+                hosts_missing=chosen.get("hosts_missing", {}), runs=found["runs"], msg=msg)
+
+
+def picked(module: AnsibleModule, path: str, run_id: str) -> dict:
+    if module.check_mode:
+        return dict(changed=True, run_id=run_id, msg="would make run %s the baseline (last-pass)" % run_id)
+    done = _store.pick(path, run_id, module.params["signature"], lock_timeout=module.params["lock_timeout"])
+    for warning in done["warnings"]:
+        module.warn(warning)
+    return dict(changed=True, run_id=run_id, last_pass=run_id, entry=done["entry"],
+                msg="run %s signed and made the baseline: last-pass points to it (it pointed to %s)"
+                % (run_id, done["previous"] or "no run"))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            state=dict(type="str", required=True, choices=["incoming", "published", "query"]),
+            state=dict(type="str", required=True, choices=["incoming", "published", "query", "picked"]),
             run_id=dict(type="str"),
+            scope=dict(type="str", default="full", choices=list(_store.SCOPES)),
+            sums=dict(type="str"),
+            signature=dict(type="str"),
+            merged=dict(type="list", elements="str", default=[]),
             keep=dict(type="int", default=0),
             lock_timeout=dict(type="float", default=60),
         ),
-        required_if=[("state", "incoming", ["run_id"]), ("state", "published", ["run_id"])],
+        required_if=[("state", "incoming", ["run_id"]), ("state", "published", ["run_id"]),
+                     ("state", "picked", ["run_id", "signature"])],
         supports_check_mode=True,
     )
     path = os.path.abspath(module.params["path"])
@@ -233,8 +325,10 @@ def main():
             result = incoming(module, path, module.params["run_id"])
         elif state == "published":
             result = published(module, path, module.params["run_id"])
+        elif state == "picked":
+            result = picked(module, path, module.params["run_id"])
         else:
-            result = query(path)
+            result = query(module, path)
     except StoreError as error:
         module.fail_json(msg=str(error), path=path)
     except OSError as error:

@@ -10,11 +10,19 @@ here judges. Pure: no Ansible imports.
 Index first (``index_record_sets``, once per merge): every file is read and checked, every problem
 of every file is collected, and each host becomes one ``host entry`` (a plain dict: it travels as a
 host variable) naming its record set, the byte ranges of its records in it, its status and problems.
-Replay then (``host_records``, once per host): only those byte ranges are read again.
+Replay then (``host_records``, once per host): only those byte ranges are read again, from a file that
+must still be the one indexed - the same device, inode, size, modification and change time (a
+same-length edit whose modification time was put back with utime still moves the change time).
+
+A record set larger than ``RECORD_SET_MAX_BYTES`` is refused before it is read (indexing holds the
+file and its parsed entries in memory: about 8 times its size). Host names are compared as the
+merge's ``add_host`` will make them (the caller's ``inventory_name``): ``n07`` and ``n07:22`` are one
+inventory host, and a name add_host would change is no name the report callback writes.
 """
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -23,11 +31,14 @@ from typing import Any
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 REPORT_JSON = "report.json"
+# The largest record set indexed (diskproof_record_sets_max_bytes): a 5,000-host fleet's quick-profile report is about
+# 55 MB; indexing one costs about 8 times its size in memory.
+RECORD_SET_MAX_BYTES = 128 * 1024 * 1024
 # report.json schemas whose results carry every record in full and whose hosts section carries
 # each host's status and problems: a record set.
 RECORD_SET_SCHEMAS = (1, 2)
 HOST_STATUSES = (_aggregate.HOST_OK, _aggregate.HOST_FAILED, _aggregate.HOST_UNREACHABLE)
-ENTRY_KEYS = ("host", "source", "size", "mtime_ns", "status", "problems", "records", "spans", "collection_version")
+ENTRY_KEYS = ("host", "source", "identity", "sha256", "status", "problems", "records", "spans", "collection_version")
 
 
 class RecordSetError(ValueError):
@@ -152,7 +163,13 @@ def _host_problems(path: str, host: str, status: Any, problems: list[str]) -> No
         problems.append("%s: hosts.%s.records is not a count" % (path, host))
 
 
-def read_record_set(path: str, collection_version: str | None) -> list[dict[str, Any]]:
+def file_identity(stat: os.stat_result) -> list[int]:
+    """What must not change between indexing a record set and replaying it: device, inode, size, modification and
+    change time (utime can put the modification time back, never the change time)."""
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def read_record_set(path: str, collection_version: str | None, max_bytes: int | None = None) -> list[dict[str, Any]]:
     """The host entries of one report.json, hosts sorted; RecordSetError listing every problem.
 
     ``collection_version``: this collection's; a record set of another major version is refused
@@ -160,12 +177,21 @@ def read_record_set(path: str, collection_version: str | None) -> list[dict[str,
     in the file (one per results entry that holds a record), or None when the file is not ASCII
     (the callback writes ASCII; a file re-encoded by hand is then read whole at replay).
     """
+    limit = RECORD_SET_MAX_BYTES if max_bytes is None else max_bytes
     try:
         with open(path, "rb") as stream:
             stat = os.fstat(stream.fileno())
-            data = stream.read()
+            if stat.st_size > limit:
+                raise RecordSetError("%s is %d bytes, more than the %d a record set may hold (indexing one takes about "
+                                     "8 times its size in memory): merge smaller slices, or raise "
+                                     "diskproof_record_sets_max_bytes if the controller has the memory"
+                                     % (path, stat.st_size, limit))
+            data = stream.read(limit + 1)
     except OSError as exc:
         raise RecordSetError("%s: cannot read it: %s" % (path, exc.strerror or exc)) from exc
+    if len(data) > limit:
+        raise RecordSetError("%s grew past the %d bytes a record set may hold while it was read: merge it again "
+                             "once it is complete" % (path, limit))
     try:
         text = data.decode("utf-8")
         top, entries = _scan_report(text)
@@ -213,11 +239,12 @@ def read_record_set(path: str, collection_version: str | None) -> list[dict[str,
                             % (path, host, status["records"], len(spans[host])))
     if problems:
         raise RecordSetError("; ".join(problems))
+    digest = hashlib.sha256(data).hexdigest()
     return [{
         "host": host,
         "source": path,
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
+        "identity": file_identity(stat),
+        "sha256": digest,
         "status": hosts[host]["status"],
         "problems": [dict(problem) for problem in hosts[host]["problems"]],
         "records": len(spans[host]),
@@ -226,26 +253,36 @@ def read_record_set(path: str, collection_version: str | None) -> list[dict[str,
     } for host in sorted(hosts)]
 
 
-def index_record_sets(paths: Sequence[str], collection_version: str | None) -> list[dict[str, Any]]:
+def index_record_sets(paths: Sequence[str], collection_version: str | None,
+                      inventory_name: Callable[[str], str] | None = None,
+                      max_bytes: int | None = None) -> list[dict[str, Any]]:
     """One host entry per host of every record set (read_record_set), sorted by host. A host in two
-    record sets is refused, naming both: slices and sites hold disjoint hosts. Every problem of
-    every file is listed in one RecordSetError."""
+    record sets is refused, naming both: slices and sites hold disjoint hosts. Names are compared as
+    ``inventory_name`` makes them (the name add_host gives the host: the lookup passes Ansible's own
+    parsing), and a name it changes is refused. Every problem of every file is listed in one
+    RecordSetError."""
     problems: list[str] = []
     by_host: dict[str, dict[str, Any]] = {}
     for path in paths:
         try:
-            host_entries = read_record_set(path, collection_version)
+            host_entries = read_record_set(path, collection_version, max_bytes)
         except RecordSetError as exc:
             problems.append(str(exc))
             continue
         for entry in host_entries:
-            first = by_host.get(entry["host"])
+            name = entry["host"] if inventory_name is None else inventory_name(entry["host"])
+            if name != entry["host"]:
+                problems.append("%s: host %s is host %s once add_host reads it (it takes what follows ':' for an SSH "
+                                "port): the report callback never writes such a name; was the file edited?"
+                                % (entry["source"], entry["host"], name))
+            first = by_host.get(name)
             if first is not None:
-                problems.append("host %s is in two record sets, %s and %s: each host may be in one only (slices and "
+                problems.append("host %s is in two record sets, %s and %s%s: each host may be in one only (slices and "
                                 "sites hold disjoint hosts; was a run given twice, or a merged report with its slices?)"
-                                % (entry["host"], first["source"], entry["source"]))
+                                % (name, first["source"], entry["source"],
+                                   "" if entry["host"] == name else " (as %s)" % entry["host"]))
                 continue
-            by_host[entry["host"]] = entry
+            by_host[name] = entry
     if problems:
         raise RecordSetError("cannot merge: " + "; ".join(problems))
     return [by_host[host] for host in sorted(by_host)]
@@ -271,10 +308,9 @@ def host_records(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     path, host = entry["source"], entry["host"]
     try:
         with open(path, "rb") as stream:
-            stat = os.fstat(stream.fileno())
-            if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
-                raise RecordSetError("%s changed after the merge indexed it (size or modification time): run the "
-                                     "merge again" % path)
+            if file_identity(os.fstat(stream.fileno())) != list(entry["identity"]):
+                raise RecordSetError("%s changed after the merge indexed it (another file, or its size, modification "
+                                     "or change time differ): run the merge again" % path)
             if entry["spans"] is None:
                 _top, entries = _scan_report(stream.read().decode("utf-8"))
                 records = [item.get("record") for item, _start, _end in entries

@@ -115,6 +115,26 @@ def test_a_host_in_two_record_sets_stops_the_merge_naming_both_files(tmp_path, g
     assert "TASK [Replay the record sets]" not in output  # stopped before any host was replayed
 
 
+def test_a_host_name_add_host_reads_as_another_host_stops_the_merge(tmp_path):
+    """Derived record sets: slc-n07 in one slice, `slc-n07:22` (its results renamed too) in another. add_host reads
+    ':22' as an SSH port, so both became one inventory host and the real slc-n07 was reported "cannot replay";
+    the names are compared as add_host makes them, before any host is replayed."""
+    slices = split(tmp_path, PROBLEMS, [["slc-n07", "slc-n08"], ["slc-n10", "slc-n11", "slc-n12"]])
+    report = json.loads(slices[0].read_text())
+    report["hosts"] = {"slc-n07:22": report["hosts"]["slc-n07"]}
+    report["results"] = [dict(entry, host="slc-n07:22") for entry in report["results"] if entry["host"] == "slc-n07"]
+    renamed = tmp_path / "renamed" / "report.json"
+    renamed.parent.mkdir()
+    renamed.write_text(json.dumps(report))
+    code, output, merged = merge(tmp_path, [slices[0], slices[1], renamed])
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "host slc-n07 is in two record sets, %s and %s (as slc-n07:22)" % (slices[0], renamed) in flat, output
+    assert "slc-n07:22 is host slc-n07 once add_host reads it" in flat, output
+    assert not merged.exists()
+    assert "TASK [Replay the record sets]" not in output
+
+
 def test_the_record_sets_slices_publish_as_variables_are_merged(tmp_path):
     """The AWX route: each slice hands its report.json on as diskproof_record_set_<job id> (set_stats), and the
     merge node of the workflow receives them all as extra variables."""

@@ -1,6 +1,7 @@
 """The report_store module through AnsibleModule on real temporary directories: incoming -> published -> query
-with the real report.json of tests/fixtures/report/lab-rack6-report.json (summary.passed set, as the
-current callback writes it), check mode, and the refusals that leave the store as it was."""
+-> picked with the real report.json of tests/fixtures/report/lab-rack6-report.json (summary.passed set, as the
+current callback writes it), signed as the controller signs it (a throwaway key), check mode, and the refusals
+that leave the store as it was."""
 from __future__ import annotations
 
 import json
@@ -11,9 +12,11 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.diskproof.fleet.plugins.modules import report_store
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _baseline_trust
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RACK6 = os.path.join(HERE, "..", "..", "..", "fixtures", "report", "lab-rack6-report.json")
+KEY = b"a throwaway store key of issue 31's tests, 32+ characters"
 
 
 def run_module(capsys, check_mode=False, **args):
@@ -40,22 +43,39 @@ def test_incoming_published_query(tmp_path, capsys):
     root = str(tmp_path / "store")
     code, result = run_module(capsys, path=root, state="query")
     assert code == 0 and result["report_json"] is None and not os.path.exists(root)
-    upload(capsys, root, "r1", True)
-    code, result = run_module(capsys, path=root, state="published", run_id="r1", keep=5)
+    sealed = _baseline_trust.seal(KEY, upload(capsys, root, "r1", True)["incoming"], "r1", "full")
+    code, result = run_module(capsys, path=root, state="published", run_id="r1", keep=5, sums=sealed["sums"],
+                              signature=sealed["signature"])
     assert code == 0, result
     assert result["changed"] is True and result["run_dir"] == os.path.join(root, "r1")
     assert result["latest"] == result["last_pass"] == "r1" and result["pruned"] == []
     assert result["entry"]["passed"] is True and result["entry"]["counts"]["outlier"] == 3
-    assert result["msg"] == "published run r1 (passed); latest and last-pass point to it"
-    upload(capsys, root, "r2", False)
-    code, result = run_module(capsys, path=root, state="published", run_id="r2")
-    assert code == 0 and result["last_pass"] == "r1" and result["msg"].endswith("latest points to it")
+    assert result["msg"] == "published run r1 (passed, full, signed); latest and last-pass point to it"
+    sealed = _baseline_trust.seal(KEY, upload(capsys, root, "r2", False)["incoming"], "r2", "full")
+    code, result = run_module(capsys, path=root, state="published", run_id="r2", sums=sealed["sums"],
+                              signature=sealed["signature"])
+    assert code == 0 and result["last_pass"] == "r1"
+    assert result["msg"].endswith("latest points to it; last-pass stays on r1 (it did not pass)")
+    upload(capsys, root, "r3", True)
+    code, result = run_module(capsys, path=root, state="published", run_id="r3", scope="partial")
+    assert result["msg"] == ("published run r3 (passed, partial, unsigned); latest points to it; last-pass stays on "
+                             "r1 (it is unsigned)")
 
     code, result = run_module(capsys, path=root, state="query")
     assert code == 0 and result["changed"] is False
     assert result["report_json"] == os.path.join(root, "r1", "report.json")
-    assert result["last_pass"] == "r1" and result["latest"] == "r2" and result["runs"] == 2
-    assert len(result["sha256"]) == 64
+    assert result["last_pass"] == "r1" and result["latest"] == "r3" and result["runs"] == 3
+    assert len(result["sha256"]) == 64 and result["signature"].startswith("diskproof-store-signature: 1\nrun_id: r1\n")
+    assert result["entry"]["scope"] == "full" and "%s  report.json\n" % result["sha256"] in result["sums"]
+
+    # r2 did not pass: no run can make it the baseline; a signed pick of r1 again is accepted.
+    code, result = run_module(capsys, path=root, state="query", run_id="r2")
+    assert code == 1 and "index.json says run r2 did not pass" in result["msg"]
+    code, found = run_module(capsys, path=root, state="query", run_id="r1")
+    assert code == 0 and found["last_pass"] == "r1"
+    signature = _baseline_trust.sign(KEY, "r1", "full", True, found["sums"])
+    code, result = run_module(capsys, path=root, state="picked", run_id="r1", signature=signature)
+    assert code == 0 and result["msg"].startswith("run r1 signed and made the baseline"), result
 
 
 def test_query_of_an_empty_store(tmp_path, capsys):
@@ -63,7 +83,7 @@ def test_query_of_an_empty_store(tmp_path, capsys):
     root.mkdir()
     code, result = run_module(capsys, path=str(root), state="query", _ansible_check_mode=True)
     assert code == 0 and result["report_json"] is None and result["last_pass"] is None
-    assert result["msg"] == "no run in the store passed yet"
+    assert result["msg"] == "no run in the store is a baseline yet"
 
 
 def test_check_mode_changes_nothing(tmp_path, capsys):

@@ -131,6 +131,45 @@ def test_a_file_changed_after_the_index_is_not_replayed(tmp_path):
         _record_sets.host_records(entry)
 
 
+def test_a_same_length_edit_with_its_modification_time_put_back_is_not_replayed(tmp_path):
+    """Size and mtime alone let a same-length edit through once os.utime put the time back: read_iops 201.4 became
+    901.4 unnoticed. The change time (which utime itself moves) and the inode are checked too."""
+    path = copy_to(tmp_path, RACK6, "slice")
+    entry = next(entry for entry in _record_sets.index_record_sets([path], VERSION) if entry["host"] == "rack6-n04")
+    before = os.stat(path)
+    text = Path(path).read_text()
+    assert text.count('"read_iops": 201.406886') == 1
+    Path(path).write_text(text.replace('"read_iops": 201.406886', '"read_iops": 901.406886'))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(path).st_size, os.stat(path).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with pytest.raises(RecordSetError, match="changed after the merge indexed it"):
+        _record_sets.host_records(entry)
+
+
+def test_a_record_set_replaced_by_another_file_is_not_replayed(tmp_path):
+    """The same bytes, size and mtime in a new file renamed over the indexed one: another inode, refused."""
+    path = copy_to(tmp_path, RACK6, "slice")
+    entry = next(entry for entry in _record_sets.index_record_sets([path], VERSION) if entry["host"] == "rack6-n01")
+    before = os.stat(path)
+    shutil.copy2(path, path + ".new")
+    os.utime(path + ".new", ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.rename(path + ".new", path)
+    with pytest.raises(RecordSetError, match="changed after the merge indexed it"):
+        _record_sets.host_records(entry)
+
+
+def test_a_record_set_over_the_size_cap_is_refused(tmp_path, monkeypatch):
+    """Indexing holds a whole file and its parsed entries in memory (17 MB: +139 MB peak): a file over the cap is
+    refused before it is read, naming its size, the cap and what to do."""
+    path = copy_to(tmp_path, RACK6, "big")
+    size = os.path.getsize(path)
+    monkeypatch.setattr(_record_sets, "RECORD_SET_MAX_BYTES", size - 1, raising=False)
+    with pytest.raises(RecordSetError, match=r"is %d bytes, more than the %d a record set may hold" % (size, size - 1)) \
+            as caught:
+        _record_sets.index_record_sets([path], VERSION)
+    assert "diskproof_record_sets_max_bytes" in str(caught.value)
+
+
 def test_a_span_that_is_not_the_hosts_is_refused(tmp_path):
     entries = {entry["host"]: entry for entry in _record_sets.index_record_sets([str(PROBLEMS)], VERSION)}
     forged = dict(entries["slc-n07"], spans=entries["slc-n08"]["spans"])
