@@ -116,7 +116,7 @@ options:
       - When no O(repeats) runs in a row agreed by then and the job's length is a time (a fio job file with
         C(time_based=1) and one C(runtime=), sysbench C(--time=)), the job is measured once more with O(repeats)
         runs twice as long (C(length_factor) 2), and the figure comes from those. dd, bonnie++ and ioping are sized
-        by the cache rules, not by time: they get the extra runs only.
+        by the cache rules, not by time, so they get the extra runs only.
       - Defaults to O(repeats) (no extra runs). Must be at least O(repeats).
       - Only with O(argv).
     type: int

@@ -303,7 +303,7 @@ ansible_facts:
         length_factor:
           description:
             - V(1), or V(2) when the runs of planned length never agreed within O(max_cv) and the job's length is a
-              time (fio C(runtime), sysbench C(--time)): C(samples) then come from runs twice as long.
+              time (fio C(runtime), sysbench C(--time)); C(samples) then come from runs twice as long.
           type: int
           returned: with O(argv)
           sample: 1

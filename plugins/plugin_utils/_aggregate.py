@@ -63,6 +63,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
     coefficient_of_variation, primary_of, sum_of)
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none as _number
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._baseline_trust import lost_baseline_hosts
 
 # 2: verdicts invalid/slow/regressed/unstable, reasons, identity peer groups, acceptance rules, baseline.
 REPORT_SCHEMA = 2
@@ -868,10 +869,12 @@ class _Judge:
 
     def __init__(self, groups: Mapping[Tuple[GroupKey, str], Sequence[float]], settings: Settings,
                  rules: Sequence[Mapping[str, Any]], baseline: Optional[BaselineIndex],
-                 group_cvs: Optional[Mapping[Tuple[GroupKey, str], Sequence[float]]] = None) -> None:
+                 group_cvs: Optional[Mapping[Tuple[GroupKey, str], Sequence[float]]] = None,
+                 lost_baseline: Optional[Mapping[str, str]] = None) -> None:
         self.settings = settings
         self.rules = rules
         self.baseline = baseline
+        self.lost_baseline = lost_baseline or {}   # host -> why the store's baseline has none of its disks
         self.groups = {}
         for group, values in groups.items():
             described = describe(values)
@@ -912,7 +915,7 @@ class _Judge:
         if self.baseline is not None and not_a_disk is None:
             found = _baseline_value(facts, self.baseline, name, host)
             if found is None:
-                notes.append("no baseline for this disk and test")
+                notes.append(self.lost_baseline.get(host, "no baseline for this disk and test"))
             else:
                 field, disk_id, reference = found
                 change = relative_deviation(value, reference)
@@ -1067,8 +1070,8 @@ def _facts_of(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Dic
 
 
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
-                  rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None
-                  ) -> Tuple[List[Entry], List[Dict[str, Any]]]:
+                  rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None,
+                  lost_baseline: Optional[Mapping[str, str]] = None) -> Tuple[List[Entry], List[Dict[str, Any]]]:
     """(entries worst first, peer group rows): one entry per record of ``{host: [(record, facts)]}``
     and per host problem that left no record (``host_statuses``: every host the play targeted, as
     ``{"status": "ok" | "failed" | "unreachable", "problems": [{"task", "status", "message"}]}``).
@@ -1088,7 +1091,7 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
                 cv = repeat_cv(facts)
                 if cv is not None:
                     group_cvs.setdefault(group, []).append(cv)
-    judge = _Judge(groups, settings, rules, baseline, group_cvs)
+    judge = _Judge(groups, settings, rules, baseline, group_cvs, lost_baseline)
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
         records = facts_by_host.get(host) or []
@@ -1242,7 +1245,9 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
     """
     rules = validate_rules(acceptance)
     index = baseline_index(baseline) if baseline is not None else None
-    entries, groups = judge_entries(facts_by_host, host_statuses, settings, rules, index)
+    # Hosts the store's baseline run did not measure although a newer passing run did (a slice, a --limit run).
+    lost = lost_baseline_hosts(baseline) if index is not None else {}
+    entries, groups = judge_entries(facts_by_host, host_statuses, settings, rules, index, lost)
     baseline_run = _mapping(_mapping(baseline).get("run"))
     report = {
         "report_schema": REPORT_SCHEMA,
@@ -1267,6 +1272,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
             "source": baseline_source,
             "started": baseline_run.get("started") if index is not None else None,
             "disks_tests": len(index) if index is not None else 0,
+            "hosts_without_baseline": sorted(host for host in lost if host in facts_by_host),
             "errors": list(baseline_errors),
         },
         "hosts": _hosts_section(facts_by_host, host_statuses),

@@ -272,7 +272,7 @@ def test_report_json_hosts_groups_rules(fleet_report):
     assert rules == {"outlier_fraction": 0.15, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
                      "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "unstable_fails": True,
                      "cache_bypass_min_fraction": 0.95, "acceptance": [], "source": None, "errors": []}
-    assert fleet_report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "errors": []}
+    assert fleet_report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "hosts_without_baseline": [], "errors": []}
 
 
 def test_report_json_run_metadata(fleet_report, playbook_runner):

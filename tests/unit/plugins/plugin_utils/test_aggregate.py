@@ -312,7 +312,7 @@ def test_build_report_shape_and_inputs_untouched():
         "verdict_precedence": ["error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass"],
         "acceptance": [], "source": None, "errors": [],
     }
-    assert report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "errors": []}
+    assert report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "hosts_without_baseline": [], "errors": []}
     assert report["hosts"] == {
         "h1": {"status": "ok", "records": 1, "problems": []},
         "h2": {"status": "ok", "records": 1, "problems": []},
@@ -661,7 +661,8 @@ def test_build_report_with_rules_and_baseline():
     assert report["results"][0]["verdict"] == "slow"
     assert [finding["verdict"] for finding in report["results"][0]["reasons"]] == ["slow", "regressed"]
     assert len(report["rules"]["acceptance"]) == 3
-    assert report["baseline"] == {"source": "/r/old/report.json", "started": "2026-10-01T00:00:00Z", "disks_tests": 1, "errors": []}
+    assert report["baseline"] == {"source": "/r/old/report.json", "started": "2026-10-01T00:00:00Z", "disks_tests": 1,
+                                  "hosts_without_baseline": [], "errors": []}
     with pytest.raises(agg.RulesError):
         agg.build_report(records_by_host, {}, {}, acceptance={"rules": [{}]})
 

@@ -220,3 +220,26 @@ def test_the_worked_example_of_docs_report_md():
     assert noisy_entry["noise"]["repeats_cv"] == pytest.approx(0.027, abs=0.0005)
     assert noisy_entry["noise"]["z"] == pytest.approx(-2.9, abs=0.05)
     assert (noisy_entry["verdict"], noisy_entry["reason"]) == ("pass", "-8.1% vs median 400 IOPS (n=8)")
+
+
+def test_a_disk_whose_host_the_store_baseline_lost_is_reported_not_passed_silently():
+    # A baseline from the report store that a slice replaced: n02 was measured by a newer passing run, not by the
+    # baseline run r5 (plugin_utils/_baseline_trust.py). Its entries say so; the report lists the host.
+    fleet = {"n%02d" % index: [fio_record([LEVEL, LEVEL * 1.001, LEVEL * 0.999])] for index in range(3)}
+    baseline = {"report_schema": 2, "run": {}, "results": [
+        {"host": "n00", "record": fio_record([LEVEL, LEVEL, LEVEL])},
+        {"host": "n01", "record": fio_record([LEVEL, LEVEL, LEVEL])}],
+        "store_baseline": {"run_id": "r5", "hosts_missing": {"n02": "r3"}}}
+    report = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                              baseline=baseline)
+    notes = {entry["host"]: entry["notes"] for entry in report["results"]}
+    assert notes["n00"] == [] and notes["n01"] == []
+    assert notes["n02"] == ["no baseline for this disk and test: the report store's passing run r3 measured this host, "
+                            "the baseline run r5 did not (judged without a baseline; docs/report-store.md, Threat model)"]
+    assert report["baseline"]["hosts_without_baseline"] == ["n02"]
+    # a baseline of your own (no store_baseline): nothing is known about lost hosts
+    del baseline["store_baseline"]
+    plain = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                             baseline=baseline)
+    assert plain["baseline"]["hosts_without_baseline"] == []
+    assert {entry["host"]: entry["notes"] for entry in plain["results"]}["n02"] == ["no baseline for this disk and test"]
