@@ -80,11 +80,13 @@ COLLECTIONS_DIR = REPO_ROOT / ".ansible" / "collections"
 COLLECTION_LINK = COLLECTIONS_DIR / "ansible_collections" / "diskproof" / "fleet"
 CALLBACK_FQCN = "diskproof.fleet.report"
 CALLBACK_MODULE = "ansible_collections.diskproof.fleet.plugins.callback.report"
-CODE_FILES = ("plugins/callback/report.py", "plugins/plugin_utils/_aggregate.py", "plugins/plugin_utils/_render.py",
-              "plugins/plugin_utils/_junit.py")
-# Parts of v2_playbook_on_stats timed on their own when the callback has them (method -> label).
-STATS_PHASES = (("_judge", "judging"), ("_write", "writing the five files"),
-                ("_show", "console table"))
+CODE_FILES = ("plugins/callback/report.py", "plugins/plugin_utils/_report.py", "plugins/plugin_utils/_aggregate.py",
+              "plugins/plugin_utils/_render.py", "plugins/plugin_utils/_junit.py")
+PIPELINE_MODULE = "ansible_collections.diskproof.fleet.plugins.plugin_utils._report"
+# Parts of v2_playbook_on_stats timed on their own: (where, function, label); where is the callback
+# (one of its methods, on the instance) or the pipeline's module (a function of it, for this process).
+STATS_PHASES = (("pipeline", "judge", "judging"), ("pipeline", "write_files", "writing the five files"),
+                ("callback", "_show", "console table"))
 # Runner events the no-op callback ignores (--no-op-callback).
 EVENT_METHODS = ("v2_playbook_on_task_start", "v2_runner_on_start", "v2_runner_on_ok", "v2_runner_item_on_ok", "v2_runner_on_failed",
                  "v2_runner_item_on_failed", "v2_runner_on_unreachable")
@@ -728,14 +730,19 @@ def _files_written(report_dir: str) -> dict:
     return dict(sorted(sizes.items()))
 
 
-def _time_stats_phases(callback) -> dict:
-    """CPU seconds of the parts of on_stats, by label: the callback's own methods wrapped (on the
-    instance only), when it has them."""
+@contextlib.contextmanager
+def _time_stats_phases(callback):
+    """CPU seconds of the parts of on_stats, by label, while in the block: the callback's own methods (wrapped
+    on the instance only) and the pipeline's functions (wrapped in its module, put back after), when they exist."""
     spent = {}
-    for name, label in STATS_PHASES:
-        method = getattr(callback, name, None)
+    pipeline = sys.modules.get(PIPELINE_MODULE)
+    originals = []
+    for where, name, label in STATS_PHASES:
+        owner = callback if where == "callback" else pipeline
+        method = getattr(owner, name, None)
         if not callable(method):
             continue
+        originals.append((owner, name, method))
 
         def timed(*args, _method=method, _label=label, **kwargs):
             start = time.process_time()
@@ -743,8 +750,12 @@ def _time_stats_phases(callback) -> dict:
                 return _method(*args, **kwargs)
             finally:
                 spent[_label] = spent.get(_label, 0.0) + time.process_time() - start
-        setattr(callback, name, timed)
-    return spent
+        setattr(owner, name, timed)
+    try:
+        yield spent
+    finally:
+        for owner, name, method in originals:
+            setattr(owner, name, method)
 
 
 def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS_PER_HOST, seed: int = DEFAULT_SEED,
@@ -784,7 +795,6 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         except KeyError:
             effective[name] = "<unset>"
     make_result = _real_task_result_class() if real_task_result else StubTaskResult
-    stats_phases = _time_stats_phases(callback)
     if no_op_callback:
         for name in EVENT_METHODS:
             setattr(callback, name, lambda *args, **kwargs: None)
@@ -822,7 +832,8 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
         stats_wall = time.perf_counter()
         if profiler:
             profiler.enable()
-        callback.v2_playbook_on_stats(stats)
+        with _time_stats_phases(callback) as stats_phases:
+            callback.v2_playbook_on_stats(stats)
         if profiler:
             profiler.disable()
             profiles["aggregation_writers"] = profiler
@@ -939,7 +950,7 @@ def format_run(figures: dict) -> str:
         "%-40s %10.2f %16s %16s" % ("event ingestion", cpu["ingestion"], _mb(rss["after_ingestion"]), _mb(maxrss["after_ingestion"])),
         "%-40s %10.2f %16s %16s" % ("aggregation + all writers (on_stats)", cpu["aggregation_writers"], _mb(rss["after_aggregation_writers"]),
                                     _mb(maxrss["after_aggregation_writers"])),
-    ] + ["%-40s %10.2f" % ("  of which " + label[:29], figures["stats_phases_cpu_s"][label]) for _name, label in STATS_PHASES
+    ] + ["%-40s %10.2f" % ("  of which " + label[:29], figures["stats_phases_cpu_s"][label]) for _where, _name, label in STATS_PHASES
          if label in figures.get("stats_phases_cpu_s", {})] + _stats_rusage_lines(figures) + [
         "%-40s %10.2f %16s %16s" % ("ingestion + aggregation + writers", cpu["measured"], "", _mb(maxrss["after_aggregation_writers"])),
         "",
@@ -988,7 +999,7 @@ def format_summary(runs: list[dict], markdown: bool = False) -> str:
         medians[label] = statistics.median(values)
         rows.append([label] + [fmt % value for value in values] + [fmt % medians[label]])
         if label.startswith("aggregation + writers"):
-            for phase in [label for _name, label in STATS_PHASES if label in runs[0].get("stats_phases_cpu_s", {})]:
+            for phase in [label for _where, _name, label in STATS_PHASES if label in runs[0].get("stats_phases_cpu_s", {})]:
                 values = [run.get("stats_phases_cpu_s", {}).get(phase, 0.0) for run in runs]
                 rows.append(["  of which %s, CPU s" % phase] + ["%.2f" % value for value in values] + ["%.2f" % statistics.median(values)])
     files = runs[0]["files"]

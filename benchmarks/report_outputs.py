@@ -12,8 +12,8 @@ Writes into OUT, one directory per case:
   (past the pages' listing limit), peer groups by test with a tight max_cv, acceptance rules,
   and a fleet judged against a baseline of itself (regressions): report.json, results.csv,
   junit.xml, report.md, report.html, the console table and the callback's warnings;
-- the writers (report.md, report.html, junit.xml) on the real lab reports of benchmarks/data and
-  tests/fixtures/report.
+- the real lab reports of benchmarks/data and tests/fixtures/report: their records judged again and
+  written (report.md, report.html, junit.xml).
 
 The run's clock and OUT itself are replaced by <now> and <out>, so two runs of the same code give
 the same tree. Before a change, write a tree; after it, write another with ``--compare`` the first:
@@ -75,15 +75,6 @@ def _load(name: str, path: Path):
     return module
 
 
-def _writers(directory: str | None):
-    """(_junit, _render): the collection's, or the copies in ``directory`` (a saved older version)."""
-    if directory:
-        saved = Path(directory)
-        return _load("junit_from_dir", saved / "_junit.py"), _load("render_from_dir", saved / "_render.py")
-    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _junit, _render
-    return _junit, _render
-
-
 def _sizes(directory: Path) -> str:
     return ", ".join("%s %d B" % (path.name, path.stat().st_size) for path in sorted(directory.iterdir()))
 
@@ -111,15 +102,24 @@ def write_fleets(out: Path) -> None:
         print("%-40s %s" % (name, _sizes(out / name)))
 
 
-def write_fixtures(out: Path, writers: str | None) -> None:
-    junit, render = _writers(writers)
+def write_fixtures(out: Path) -> None:
+    """The real lab reports' records judged again (default settings, each report's own run metadata) and
+    written as report.md, report.html and junit.xml: the pages of real lab data."""
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _junit, _render, _report
     for source in REPORT_FIXTURES:
         report = json.loads((REPO_ROOT / source).read_text(encoding="utf-8"))
+        collection = _report.collection_of(report)
+        sections, entries = _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"],
+                                                    settings=_aggregate.make_settings())
         where = out / ("fixture-%s-%s" % (Path(source).parent.name, Path(source).stem))
         where.mkdir(exist_ok=True)
-        (where / "report.md").write_text(render.render_markdown(report), encoding="utf-8")
-        (where / "report.html").write_text(render.render_html(report), encoding="utf-8")
-        (where / "junit.xml").write_text(junit.render_junit(report), encoding="utf-8")
+        (where / "report.md").write_text(_render.render_markdown(sections, entries), encoding="utf-8")
+        (where / "report.html").write_text(_render.render_html(sections, entries), encoding="utf-8")
+        junit = _junit.JunitWriter(sections)
+        for entry in entries:
+            junit.add(entry)
+        with open(where / "junit.xml", "w", encoding="utf-8") as stream:
+            junit.write(stream.write)
         print("%-40s %s" % (where.name, _sizes(where)))
 
 
@@ -155,8 +155,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("out", type=Path, help="directory to write (created; files in it are overwritten)")
     parser.add_argument("--compare", type=Path, metavar="DIR", help="a tree an earlier run wrote: compare file by file")
-    parser.add_argument("--writers", metavar="DIR",
-                        help="render the fixtures with _render.py and _junit.py from DIR (a saved copy)")
     args = parser.parse_args(argv)
     # The developer's own settings must not change what the callback does.
     for key in [key for key in os.environ if key.startswith("DISKPROOF_")]:
@@ -164,7 +162,7 @@ def main(argv=None) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     write_fleets(out)
-    write_fixtures(out, args.writers)
+    write_fixtures(out)
     normalise(out)
     return compare(out, args.compare.resolve()) if args.compare else 0
 

@@ -55,7 +55,7 @@ import math
 import statistics
 import sys
 from collections.abc import Mapping as _MappingABC
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py.
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
@@ -288,6 +288,10 @@ class RecordFacts(NamedTuple):
     not_steady: Optional[str] = None           # steady_state: why steady state was not attained (None: attained or n/a)
     runs_total: Any = None                     # every measured run, those set aside included (bench_run)
     length_factor: Any = None                  # 2: the samples come from runs twice the planned length
+    # What the pages show besides the judgement, so that no writer reads the record again:
+    description: str = ""                      # record_description: 'fio 3.33, block 4 KiB, O_DIRECT, iodepth 32'
+    zcav: Optional[Tuple[Tuple[float, float], ...]] = None  # metrics.zcav as (offset, read bytes/s), sorted
+    steady: Optional[Mapping[str, Any]] = None  # a copy of steady_state (ssd_steady_* only)
 
 
 def _own(value: Any) -> Any:
@@ -348,7 +352,23 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         not_steady=None if steady is None else _not_steady(steady),
         runs_total=_own(record.get("runs_total")),
         length_factor=_own(record.get("length_factor")),
+        description=sys.intern(record_description(record)),
+        zcav=_zcav_points(metrics.get("zcav")),
+        steady=copy.deepcopy(steady) if isinstance(steady, _MappingABC) else None,
     )
+
+
+def _zcav_points(points: Any) -> Optional[Tuple[Tuple[float, float], ...]]:
+    """metrics.zcav of a ZCAV sweep as sorted (offset, read bytes/s) pairs; None when it has none."""
+    if not isinstance(points, list):
+        return None
+    pairs = []
+    for point in points:
+        point = _mapping(point)
+        offset, rate = finite_number(point.get("offset_bytes")), finite_number(point.get("read_bytes_per_s"))
+        if offset is not None and rate is not None:
+            pairs.append((offset, rate))
+    return tuple(sorted(pairs)) or None
 
 
 def _percent_text(value: Any) -> str:
@@ -383,6 +403,75 @@ def _measured_metric(facts: RecordFacts) -> Optional[Tuple[str, float]]:
 # ---------------------------------------------------------------------------------------------
 # presentation helpers used in reasons (human units, always labelled)
 # ---------------------------------------------------------------------------------------------
+
+def one_line_text(value: Any) -> str:
+    """Any value as one line of text ('' for None; a dict or list as sorted JSON)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (dict, list, tuple)):
+        text = json.dumps(value, sort_keys=True, default=str)
+    else:
+        text = str(value)
+    return " ".join(text.split())
+
+
+def finite_number(value: Any) -> Optional[float]:
+    """The value as a float when it is a finite int or float (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def number_text(value: float) -> str:
+    """A figure with the digits it deserves: 12,345 / 123 / 12.3 / 1.23 / 0.123 / 0."""
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return "{:,.0f}".format(value)
+    if magnitude >= 100:
+        return "%.0f" % value
+    if magnitude >= 10:
+        return "%.1f" % value
+    if magnitude >= 1:
+        return "%.2f" % value
+    if magnitude >= 0.001:
+        return "%.3f" % value
+    return "0"
+
+
+def bytes_size_text(value: float) -> str:
+    """'4 KiB', '1.50 GiB', '512 B'."""
+    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if value >= factor and value % (factor // 1024 or 1) == 0:
+            scaled = value / factor
+            return "%s %s" % ("%d" % scaled if scaled == int(scaled) else number_text(scaled), unit)
+    return "%d B" % value
+
+
+def record_description(record: Mapping[str, Any]) -> str:
+    """'fio 3.33, block 4 KiB, size 256 MiB, O_DIRECT, iodepth 32': how a record's test was run."""
+    params = _mapping(record.get("params"))
+    parts = []
+    tool = " ".join(part for part in (one_line_text(record.get("tool")), one_line_text(record.get("tool_version"))) if part)
+    if tool:
+        parts.append(tool)
+    block = finite_number(params.get("block_size"))
+    if block:
+        parts.append("block %s" % bytes_size_text(block))
+    size = finite_number(params.get("size_bytes"))
+    if size:
+        parts.append("size %s" % bytes_size_text(size))
+    if params.get("direct") is True:
+        parts.append("O_DIRECT")
+    if one_line_text(params.get("sync")):
+        parts.append("sync %s" % one_line_text(params.get("sync")))
+    iodepth = finite_number(params.get("iodepth"))
+    if iodepth:
+        parts.append("iodepth %d" % iodepth)
+    return ", ".join(parts)
+
 
 def format_metric(name: str, value: float) -> str:
     """'200.0 MB/s' (SI, 10^6) for bytes per second, '19750 IOPS' for IOPS."""
@@ -800,6 +889,37 @@ class Entry(NamedTuple):
     deviation_from_baseline: Optional[float]
     noise: Optional[Noise] = None
 
+    # What every writer reads of an entry besides its fields (None for a host problem).
+
+    @property
+    def test(self) -> Any:
+        return None if self.facts is None else self.facts.test
+
+    @property
+    def target_path(self) -> Any:
+        return None if self.facts is None else self.facts.target.path
+
+    @property
+    def device(self) -> Any:
+        return None if self.facts is None else self.facts.target.device
+
+    @property
+    def disk_id(self) -> Optional[str]:
+        """The serial, else the WWN, of the entry's disk."""
+        found = None if self.facts is None else _disk_id(self.facts.serial, self.facts.wwn)
+        return None if found is None else found[1]
+
+    @property
+    def reason(self) -> str:
+        return entry_reason(self)
+
+    @property
+    def primary(self) -> Tuple[Optional[str], Optional[float]]:
+        """(metric name, value) the entry was judged on; (None, None) when it was not compared."""
+        if self.group is None or self.facts is None:
+            return None, None
+        return self.facts.metric_name, self.facts.metric_value
+
 
 def _no_figure_reason(facts: RecordFacts) -> str:
     transfer = _number(facts.figures.transfer_bytes_per_s)
@@ -1114,32 +1234,21 @@ def entry_reason(entry: Entry) -> str:
     return "; ".join(reason for finding, reason in findings if finding == verdict)
 
 
-def entry_target(entry: Entry) -> Tuple[Any, Any, Any, Any]:
-    """(target path, device, serial or WWN, test) of an entry; all None for a host problem."""
-    facts = entry.facts
-    if facts is None:
-        return None, None, None, None
-    disk_id = _disk_id(facts.serial, facts.wwn)
-    return facts.target.path, facts.target.device, disk_id[1] if disk_id is not None else None, facts.test
-
-
 def entry_fields(entry: Entry) -> Dict[str, Any]:
     """The entry as in report.json ``results``, without its ``record``."""
-    path, device, serial, test = entry_target(entry)
-    facts = entry.facts
-    judged = entry.group is not None and facts is not None
+    name, value = entry.primary
     return {
         "host": entry.host,
-        "target_path": path,
-        "device": device,
-        "serial": serial,
-        "test": test,
+        "target_path": entry.target_path,
+        "device": entry.device,
+        "serial": entry.disk_id,
+        "test": entry.test,
         "verdict": entry.verdict,
         "reason": entry_reason(entry),
         "reasons": [{"verdict": finding, "reason": reason} for finding, reason in entry.findings],
         "notes": list(entry.notes),
         "group": list(entry.group) if entry.group is not None else None,
-        "primary_metric": {"name": facts.metric_name, "value": facts.metric_value} if judged and facts is not None else None,
+        "primary_metric": None if name is None else {"name": name, "value": value},
         "group_median": entry.group_median,
         "deviation_from_median": entry.deviation_from_median,
         "robust_z": entry.robust_z,
@@ -1195,9 +1304,9 @@ def summarize_entries(entries: Sequence[Entry], input_errors: Sequence[str] = ()
     for entry in entries:
         counts[entry.verdict] += 1
         if entry.verdict in failing_set:
-            path, device, serial, test = entry_target(entry)
-            failing.append({"host": entry.host, "target_path": path, "device": device, "serial": serial, "test": test,
-                            "verdict": entry.verdict, "reason": entry_reason(entry)})
+            failing.append({"host": entry.host, "target_path": entry.target_path, "device": entry.device,
+                            "serial": entry.disk_id, "test": entry.test, "verdict": entry.verdict,
+                            "reason": entry_reason(entry)})
     return {
         "counts": counts,
         "total": len(entries),
@@ -1316,6 +1425,28 @@ def report_json_frame(report: Mapping[str, Any]) -> Tuple[str, str]:
     return before, after
 
 
+def record_json(record: Mapping[str, Any]) -> bytes:
+    """A record as report.json holds it: compact ASCII JSON in the record's own key order (bench_run writes them
+    in schema order); a value JSON cannot carry (none in a bench_run record) as its str()."""
+    return json.dumps(record, separators=(",", ":"), default=str).encode("ascii")
+
+
+def report_json_chunks(report: Mapping[str, Any], entries: Iterable[Entry],
+                       record_json_of: Callable[[Any], bytes]) -> Iterator[bytes]:
+    """report.json, a piece at a time: ``report_json_frame`` around one line per entry (``entry_json_parts``) with
+    its record's JSON text (``record_json_of(entry.record)``) in its place. The one spelling of report.json: the
+    files the pipeline writes, and ``build_report`` read back."""
+    head, tail = report_json_frame(report)
+    yield head.encode("ascii")
+    separator = b"\n"
+    for entry in entries:
+        before, after = entry_json_parts(entry)
+        yield b"".join((separator, before.encode("ascii"),
+                        b"null" if entry.facts is None else record_json_of(entry.record), after.encode("ascii")))
+        separator = b",\n"
+    yield tail.encode("ascii")
+
+
 def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
                  run_metadata: Mapping[str, Any], outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, *,
                  settings: Optional[Settings] = None, acceptance: Any = None, rules_source: Optional[str] = None,
@@ -1326,12 +1457,11 @@ def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], hos
     ``acceptance`` is the raw ``{rules: [...]}`` (RulesError when malformed), ``baseline`` a
     previous report.json as a dict (BaselineError when it is not one). A caller that could not
     load either passes what went wrong as ``rules_errors`` / ``baseline_errors``: the report
-    shows them and ``summary.passed`` is false. Inputs are not modified; entries refer to the
-    given record dicts (copy them first if the caller must keep them apart).
+    shows them and ``summary.passed`` is false. Inputs are not modified: the report is report.json's text
+    (``report_json_chunks``) read back, so it is what the files hold.
     """
     settings = settings if settings is not None else make_settings(outlier_fraction)
     report, entries = judge_report(_facts_of(records_by_host), host_statuses, run_metadata, settings=settings, acceptance=acceptance,
                                    rules_source=rules_source, rules_errors=rules_errors, baseline=baseline, baseline_source=baseline_source,
                                    baseline_errors=baseline_errors)
-    report["results"] = [entry_dict(entry) for entry in entries]
-    return report
+    return json.loads(b"".join(report_json_chunks(report, entries, record_json)))

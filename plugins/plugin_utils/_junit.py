@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""report dict (plugin_utils/_aggregate.build_report) -> junit.xml text. Pure Python, no Ansible.
+"""junit.xml of judged entries (plugin_utils/_aggregate.Entry). Pure Python, no Ansible.
 
 The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI servers read:
 
@@ -16,21 +16,18 @@ The shape is the strict Apache Ant JUnit schema (windyroad JUnit.xsd), which CI 
   nothing passed or failed); pass passes; unstable is a failure when the report's
   ``rules.unstable_fails`` is true (the default), else it passes and is listed in ``<system-out>``.
 
-``JunitWriter`` takes the entries one at a time (``add``: a report entry, or whatever its
-``fields_of`` turns into a testcase's fields when it writes that host: the callback's compact
-entries) and writes the file host by host with ``xml.etree.ElementTree`` (two-space
-indentation): one testsuite's element tree at a time, so a fleet's junit.xml is never one tree
-or one string.
+``JunitWriter`` takes the entries one at a time (``add``) and writes the file host by host with
+``xml.etree.ElementTree`` (two-space indentation): one testsuite's element tree at a time, so a
+fleet's junit.xml is never one tree or one string.
 """
 from __future__ import annotations
 
-import io
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
-    FAILING_VERDICTS, VERDICT_ERROR, VERDICT_NOT_MEASURED)
+    FAILING_VERDICTS, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_UNSTABLE, Entry)
 
 # Nothing was measured: an <error>, neither passed nor failed. The other failing verdicts are <failure>s.
 ERROR_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED)
@@ -41,8 +38,6 @@ RUN_PROPERTIES = ("started", "finished", "controller_hostname", "ansible_version
                   "inventory_size")
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
 INDENT = "  "
-# A testcase's fields: test, target path, seconds, verdict, reason, findings ((verdict, reason) worst first), notes.
-CaseFields = Tuple[Any, Any, float, str, Any, Sequence[Tuple[Any, Any]], Iterable[Any]]
 
 
 def xml_text(value: Any) -> str:
@@ -64,15 +59,6 @@ def case_name(test: Any, target_path: Any) -> str:
     return "%s %s" % (test or "-", target_path or "-")
 
 
-def entry_fields(entry: Mapping[str, Any]) -> CaseFields:
-    """The testcase fields of a report entry (a ``results`` item)."""
-    record = entry.get("record")
-    findings = [(finding.get("verdict"), finding.get("reason")) for finding in entry.get("reasons") or []]
-    seconds = seconds_of(record.get("seconds") if isinstance(record, Mapping) else None)
-    return (entry.get("test"), entry.get("target_path"), seconds, entry["verdict"], entry.get("reason"), findings,
-            entry.get("notes") or ())
-
-
 def _timestamp(run: Mapping[str, Any]) -> str:
     # The schema's timestamp has no zone designator; report times are UTC.
     started = str(run.get("started") or "1970-01-01T00:00:00Z")
@@ -82,26 +68,24 @@ def _timestamp(run: Mapping[str, Any]) -> str:
 class JunitWriter:
     """junit.xml for a report: ``add`` every entry (report order), then ``write``.
 
-    ``report`` gives ``run`` and ``hosts`` (every host gets a testsuite, in name order, even
-    without entries); ``fields_of`` spells an added item as a testcase (default: a report entry,
-    ``entry_fields``). Memory until ``write``: the items added.
+    ``report`` gives ``run``, ``rules`` and ``hosts`` (every host gets a testsuite, in name order, even
+    without entries). Memory until ``write``: the entries added.
     """
 
-    def __init__(self, report: Mapping[str, Any], fields_of: Callable[[Any], CaseFields] = entry_fields) -> None:
-        self.run: Mapping[str, Any] = report.get("run") or {}
-        self.hosts: Mapping[str, Any] = report.get("hosts") or {}
-        self._fields_of = fields_of
-        self._cases: Dict[str, List[Any]] = {host: [] for host in self.hosts}  # host -> its items, report order
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.run: Mapping[str, Any] = report["run"]
+        self.hosts: Mapping[str, Any] = report["hosts"]
+        self._cases: Dict[str, List[Entry]] = {host: [] for host in self.hosts}  # host -> its entries, report order
         self._child_tags = {verdict: "failure" for verdict in FAILURE_VERDICTS}
         self._child_tags.update((verdict, "error") for verdict in ERROR_VERDICTS)
-        if (report.get("rules") or {}).get("unstable_fails"):
-            self._child_tags["unstable"] = "failure"
+        if report["rules"]["unstable_fails"]:
+            self._child_tags[VERDICT_UNSTABLE] = "failure"
 
-    def add(self, host: str, item: Any) -> None:
-        """A testcase of ``host``, spelled (``fields_of``) when its testsuite is written."""
-        self._cases.setdefault(host, []).append(item)
+    def add(self, entry: Entry) -> None:
+        """A testcase of the entry's host."""
+        self._cases.setdefault(entry.host, []).append(entry)
 
-    def _suite(self, index: int, host: str, cases: List[Any]) -> ET.Element:
+    def _suite(self, index: int, host: str, cases: List[Entry]) -> ET.Element:
         """The <testsuite> element of a host."""
         name = xml_text(host)
         # Every attribute now, in the schema's order; the counts are known at the end.
@@ -117,19 +101,19 @@ class JunitWriter:
         counts = {"failure": 0, "error": 0}
         total_seconds: float = 0
         out: List[str] = []
-        for item in cases:
-            test, target_path, seconds, verdict, reason, findings, notes = self._fields_of(item)
+        for entry in cases:
+            seconds = 0.0 if entry.facts is None else seconds_of(entry.facts.seconds)
             total_seconds += seconds
-            case = case_name(test, target_path)
+            case = case_name(entry.test, entry.target_path)
             testcase = ET.SubElement(suite, "testcase",
                                      {"name": xml_text(case), "classname": name, "time": "%.3f" % seconds})
-            tag = self._child_tags.get(verdict) if isinstance(verdict, str) else None
+            tag = self._child_tags.get(entry.verdict)
             if tag is not None:
                 counts[tag] += 1
-                child = ET.SubElement(testcase, tag, {"type": xml_text(verdict), "message": xml_text(reason)})
-                child.text = xml_text("\n".join("%s: %s" % (finding, why) for finding, why in findings))
-            out.extend("%s: unstable: %s" % (case, why) for finding, why in findings if finding == "unstable")
-            out.extend("%s: note: %s" % (case, note) for note in notes)
+                child = ET.SubElement(testcase, tag, {"type": xml_text(entry.verdict), "message": xml_text(entry.reason)})
+                child.text = xml_text("\n".join("%s: %s" % (finding, why) for finding, why in entry.findings))
+            out.extend("%s: unstable: %s" % (case, why) for finding, why in entry.findings if finding == VERDICT_UNSTABLE)
+            out.extend("%s: note: %s" % (case, note) for note in entry.notes)
         suite.set("failures", str(counts["failure"]))
         suite.set("errors", str(counts["error"]))
         suite.set("time", "%.3f" % total_seconds)
@@ -152,13 +136,3 @@ class JunitWriter:
             # What is written is no longer needed.
             self._cases[host] = []
         write("</testsuites>\n")
-
-
-def render_junit(report: Mapping[str, Any]) -> str:
-    """junit.xml text for a report: a testsuite per host (sorted), a testcase per entry (report order)."""
-    writer = JunitWriter(report)
-    for entry in report.get("results") or []:
-        writer.add(entry["host"], entry)
-    buffer = io.StringIO()
-    writer.write(buffer.write)
-    return buffer.getvalue()

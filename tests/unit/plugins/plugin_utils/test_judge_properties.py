@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Random fleets through the judge (plugin_utils/_aggregate.build_report, the filter's entry point, and
-judge_report, the callback's: both judge through judge_entries): what must hold for any fleet.
+"""Random fleets through the judge (plugin_utils/_aggregate.build_report: judge_report, then report.json read
+back): what must hold for any fleet.
 
 Every record is judged exactly once; every host appears; an entry's verdict is its worst finding
 (verdict precedence) and the entries come worst first; each peer group's median, MAD, count, min
@@ -14,6 +14,7 @@ examples, as done when this was written: no counterexample).
 """
 from __future__ import annotations
 
+import json
 import statistics
 
 from hypothesis import HealthCheck, given, settings
@@ -82,8 +83,8 @@ def _judged(fleet):
 def test_every_record_is_judged_once_and_every_host_appears(fleet):
     report, records_by_host, statuses = _judged(fleet)
     results = report["results"]
-    judged = sorted(id(entry["record"]) for entry in results if entry["record"] is not None)
-    assert judged == sorted(id(record) for records in records_by_host.values() for record in records)
+    judged = sorted(json.dumps(entry["record"], sort_keys=True) for entry in results if entry["record"] is not None)
+    assert judged == sorted(json.dumps(record, sort_keys=True) for records in records_by_host.values() for record in records)
     assert set(report["hosts"]) == set(records_by_host) | set(statuses)
     for host in set(statuses) - set(records_by_host):
         assert [entry["verdict"] for entry in results if entry["host"] == host] and all(
@@ -127,8 +128,9 @@ def test_group_figures_are_those_of_the_group_s_members(fleet):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(fleets())
-def test_the_callback_s_entry_point_judges_as_the_filter_s(fleet):
-    """The callback hands judge_report each record's facts and its place in the spool, never the record."""
+def test_the_report_is_what_the_judge_said(fleet):
+    """build_report is report.json read back: it holds every section and entry field judge_report made (nothing lost
+    in its JSON), and each entry's record in the place the caller gave (the callback's: a place in its spool)."""
     report, records_by_host, statuses = _judged(fleet)
     facts_by_host = {host: [((host, index), agg.record_facts(record)) for index, record in enumerate(records)]
                      for host, records in records_by_host.items()}

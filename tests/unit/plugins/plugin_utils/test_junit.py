@@ -1,36 +1,47 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""plugin_utils/_junit.py: report dict -> junit.xml, valid against the JUnit XSD (tests/unit/plugins/callback/junit.xsd)."""
+"""plugin_utils/_junit.py: judged entries -> junit.xml, valid against the JUnit XSD (tests/unit/plugins/callback/junit.xsd)."""
 from __future__ import annotations
 
-import importlib.util
+import io
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _junit as junit
+
 _ROOT = Path(__file__).resolve().parents[4]
-_SPEC = importlib.util.spec_from_file_location("diskproof_junit_under_test", _ROOT / "plugins" / "plugin_utils" / "_junit.py")
-junit = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(junit)
 SCHEMA = etree.XMLSchema(etree.parse(str(_ROOT / "tests" / "unit" / "plugins" / "callback" / "junit.xsd")))
 
 
 def entry(host, verdict, reason="r", test="dd_seq_write", path="/srv/d0", seconds=5.0, reasons=None, notes=()):
-    return {
-        "host": host, "test": test, "target_path": path, "verdict": verdict, "reason": reason,
-        "reasons": reasons if reasons is not None else [{"verdict": verdict, "reason": reason}], "notes": list(notes),
-        "record": {"seconds": seconds} if test is not None else None,
-    }
+    """A judged entry: a record's (test, target path, seconds) or, with test and path None, a host problem."""
+    facts = None if test is None and path is None else agg.record_facts({"test": test, "target": {"path": path}, "seconds": seconds})
+    findings = tuple(reasons) if reasons is not None else ((verdict, reason),)
+    return agg.Entry(host, None, facts, verdict, findings, tuple(notes), None, None, None, None, None, None)
 
 
-def report(*entries, hosts=None):
+def report(*entries, hosts=None, run=None, unstable_fails=False):
+    """(the report's sections the writer reads, its entries)."""
     return {
-        "run": {"started": "2026-11-22T00:00:00Z", "controller_hostname": "ctl", "ansible_version": "2.19.14", "collection_version": None},
-        "hosts": hosts if hosts is not None else {e["host"]: {"status": "ok"} for e in entries},
-        "results": list(entries),
-    }
+        "run": run if run is not None else {"started": "2026-11-22T00:00:00Z", "controller_hostname": "ctl",
+                                            "ansible_version": "2.19.14", "collection_version": None},
+        "rules": {"unstable_fails": unstable_fails},
+        "hosts": hosts if hosts is not None else {e.host: {"status": "ok"} for e in entries},
+    }, list(entries)
+
+
+def render(judged):
+    sections, entries = judged
+    writer = junit.JunitWriter(sections)
+    for item in entries:
+        writer.add(item)
+    buffer = io.StringIO()
+    writer.write(buffer.write)
+    return buffer.getvalue()
 
 
 def parse(text):
@@ -50,7 +61,7 @@ def parse(text):
     ("not_measured", "error", "0", "1"),
 ])
 def test_verdict_to_testcase(verdict, child, failures, errors):
-    root = parse(junit.render_junit(report(entry("h1", verdict, reason="why <&> \"quoted\""))))
+    root = parse(render(report(entry("h1", verdict, reason="why <&> \"quoted\""))))
     suite = root.find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("1", failures, errors, "0")
     case = suite.find("testcase")
@@ -63,7 +74,7 @@ def test_verdict_to_testcase(verdict, child, failures, errors):
 
 
 def test_suite_per_host_sorted_with_properties_and_times():
-    text = junit.render_junit(report(entry("b", "pass", seconds=2.5), entry("a", "pass"), entry("b", "outlier", seconds=1.0),
+    text = render(report(entry("b", "pass", seconds=2.5), entry("a", "pass"), entry("b", "outlier", seconds=1.0),
                                      hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c": {"status": "unreachable"}}))
     root = parse(text)
     suites = root.findall("testsuite")
@@ -77,26 +88,26 @@ def test_suite_per_host_sorted_with_properties_and_times():
 
 
 def test_host_problem_is_an_error_case():
-    root = parse(junit.render_junit(report(entry("h1", "not_measured", reason="unreachable: refused", test=None, path=None))))
+    root = parse(render(report(entry("h1", "not_measured", reason="unreachable: refused", test=None, path=None))))
     case = root.find("testsuite/testcase")
     assert (case.get("name"), case.get("time"), case.find("error").get("message")) == ("host problem", "0.000", "unreachable: refused")
 
 
 def test_every_finding_in_the_text_notes_and_unstable_in_system_out():
-    findings = [{"verdict": "slow", "reason": "rule 1: too slow"}, {"verdict": "unstable", "reason": "repeats vary"}]
-    root = parse(junit.render_junit(report(entry("h1", "slow", reason="rule 1: too slow", reasons=findings, notes=["no device counters"]))))
+    findings = [("slow", "rule 1: too slow"), ("unstable", "repeats vary")]
+    root = parse(render(report(entry("h1", "slow", reason="rule 1: too slow", reasons=findings, notes=["no device counters"]))))
     assert root.find("testsuite/testcase/failure").text == "slow: rule 1: too slow\nunstable: repeats vary"
     assert root.find("testsuite/system-out").text == ("dd_seq_write /srv/d0: unstable: repeats vary\n"
                                                       "dd_seq_write /srv/d0: note: no device counters")
 
 
 def test_characters_xml_cannot_carry_are_replaced():
-    root = parse(junit.render_junit(report(entry("h1", "error", reason="dd: \x1b[31mboom\x00"))))
+    root = parse(render(report(entry("h1", "error", reason="dd: \x1b[31mboom\x00"))))
     assert root.find("testsuite/testcase/error").get("message") == "dd: \ufffd[31mboom\ufffd"
 
 
 def test_empty_report_is_valid():
-    root = parse(junit.render_junit({"run": {}, "hosts": {}, "results": []}))
+    root = parse(render(report(hosts={}, run={})))
     assert root.tag == "testsuites" and len(root) == 0
 
 
@@ -121,74 +132,72 @@ def _element_tree_junit(rep):
             if not (children[-1].tail or "").strip():
                 children[-1].tail = padding
 
-    by_host = {host: [] for host in sorted(rep.get("hosts") or {})}
-    for item in rep.get("results") or []:
-        by_host.setdefault(item["host"], []).append(item)
+    sections, entries = rep
+    by_host = {host: [] for host in sorted(sections["hosts"])}
+    for item in entries:
+        by_host.setdefault(item.host, []).append(item)
     root = ET.Element("testsuites")
-    run = rep.get("run") or {}
+    run = sections["run"]
+    failing = junit.FAILURE_VERDICTS + (("unstable",) if sections["rules"]["unstable_fails"] else ())
     for index, host in enumerate(sorted(by_host)):
         items = by_host[host]
         suite = ET.SubElement(root, "testsuite", {
             "name": junit.xml_text(host), "package": junit.xml_text(host), "id": str(index), "timestamp": junit._timestamp(run),
             "hostname": junit.xml_text(run.get("controller_hostname") or "localhost"), "tests": str(len(items)),
-            "failures": str(sum(1 for item in items if item["verdict"] in junit.FAILURE_VERDICTS)),
-            "errors": str(sum(1 for item in items if item["verdict"] in junit.ERROR_VERDICTS)), "skipped": "0",
+            "failures": str(sum(1 for item in items if item.verdict in failing)),
+            "errors": str(sum(1 for item in items if item.verdict in junit.ERROR_VERDICTS)), "skipped": "0",
             "time": "%.3f" % sum(_seconds(item) for item in items)})
         properties = ET.SubElement(suite, "properties")
-        pairs = [("host_status", ((rep.get("hosts") or {}).get(host) or {}).get("status"))]
+        pairs = [("host_status", (sections["hosts"].get(host) or {}).get("status"))]
         pairs += [("run." + key, run.get(key)) for key in junit.RUN_PROPERTIES if run.get(key) is not None]
         for name, value in pairs:
             ET.SubElement(properties, "property", {"name": name, "value": junit.xml_text(value)})
         out = []
         for item in items:
-            name = junit.case_name(item.get("test"), item.get("target_path"))
+            name = junit.case_name(item.test, item.target_path)
             case = ET.SubElement(suite, "testcase", {"name": junit.xml_text(name), "classname": junit.xml_text(host),
                                                      "time": "%.3f" % _seconds(item)})
-            if item["verdict"] in junit.FAILURE_VERDICTS + junit.ERROR_VERDICTS:
-                child = ET.SubElement(case, "failure" if item["verdict"] in junit.FAILURE_VERDICTS else "error",
-                                      {"type": item["verdict"], "message": junit.xml_text(item.get("reason"))})
-                child.text = junit.xml_text("\n".join("%s: %s" % (f.get("verdict"), f.get("reason")) for f in item.get("reasons") or []))
-            out += ["%s: unstable: %s" % (name, f.get("reason")) for f in item.get("reasons") or [] if f.get("verdict") == "unstable"]
-            out += ["%s: note: %s" % (name, note) for note in item.get("notes") or []]
+            if item.verdict in failing + junit.ERROR_VERDICTS:
+                child = ET.SubElement(case, "failure" if item.verdict in failing else "error",
+                                      {"type": item.verdict, "message": junit.xml_text(item.reason)})
+                child.text = junit.xml_text("\n".join("%s: %s" % finding for finding in item.findings))
+            out += ["%s: unstable: %s" % (name, why) for verdict, why in item.findings if verdict == "unstable"]
+            out += ["%s: note: %s" % (name, note) for note in item.notes]
         ET.SubElement(suite, "system-out").text = junit.xml_text("\n".join(out))
         ET.SubElement(suite, "system-err").text = ""
     indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _varied_report():
-    findings = [{"verdict": "slow", "reason": "rule 1: <too> slow & \"odd\""}, {"verdict": "unstable", "reason": "repeats\tvary\r\n"}]
+def _varied_report(unstable_fails=False):
+    findings = [("slow", "rule 1: <too> slow & \"odd\""), ("unstable", "repeats\tvary\r\n")]
     return report(
         entry("b", "pass", seconds=2.5), entry("a", "pass"), entry("b", "outlier", seconds=1.0, reason="far\nbelow"),
         entry("b", "slow", reason="rule 1: <too> slow & \"odd\"", reasons=findings, notes=["no device counters", "x < y"]),
         entry("c<&>", "not_measured", reason="unreachable: \x1b[0m", test=None, path=None),
-        entry("a", "error", reason="", reasons=[]), entry("a", "unstable", reasons=[{"verdict": "unstable", "reason": "cv 9%"}]),
-        hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c<&>": {"status": "unreachable"}, "d": {"status": "ok"}})
+        entry("a", "error", reason=""), entry("a", "unstable", reasons=[("unstable", "cv 9%")]),
+        hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c<&>": {"status": "unreachable"}, "d": {"status": "ok"}},
+        unstable_fails=unstable_fails)
 
 
-def test_streamed_text_is_what_element_tree_wrote():
-    for rep in (_varied_report(), report(entry("h1", "pass")), {"run": {}, "hosts": {}, "results": []},
-                {"run": {"started": "2026-11-22T00:00:00Z", "playbook": "p\"b", "inventory_size": 4}, "hosts": {"x": {}}, "results": []}):
-        text = junit.render_junit(rep)
+@pytest.mark.parametrize("unstable_fails", [False, True])
+def test_streamed_text_is_what_element_tree_wrote(unstable_fails):
+    for rep in (_varied_report(unstable_fails), report(entry("h1", "pass")), report(hosts={}, run={}),
+                report(hosts={"x": {}}, run={"started": "2026-11-22T00:00:00Z", "playbook": "p\"b", "inventory_size": 4})):
+        text = render(rep)
         assert text == _element_tree_junit(rep)
         parse(text)
 
 
 def _seconds(item):
-    record = item.get("record")
-    return junit.seconds_of(record.get("seconds") if isinstance(record, dict) else None)
+    return 0.0 if item.facts is None else junit.seconds_of(item.facts.seconds)
 
 
-def test_a_writer_spells_what_it_is_given_with_its_own_fields_of():
-    """The callback hands the writer compact entries and its own fields_of: the same file."""
-    rep = _varied_report()
-    by_entry = junit.JunitWriter(rep)
-    by_index = junit.JunitWriter(rep, lambda index: junit.entry_fields(rep["results"][index]))
-    for index, item in enumerate(rep["results"]):
-        by_entry.add(item["host"], item)
-        by_index.add(item["host"], index)
-    chunks_entry, chunks_index = [], []
-    by_entry.write(chunks_entry.append)
-    by_index.write(chunks_index.append)
-    # Written a testsuite at a time, never one string.
-    assert len(chunks_entry) > 4 and "".join(chunks_entry) == "".join(chunks_index) == junit.render_junit(rep)
+def test_written_a_testsuite_at_a_time():
+    sections, entries = _varied_report()
+    writer = junit.JunitWriter(sections)
+    for item in entries:
+        writer.add(item)
+    chunks = []
+    writer.write(chunks.append)
+    assert len(chunks) > 4 and "".join(chunks) == render(_varied_report())

@@ -1,13 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""report.md and report.html from plugin_utils/_render.py: the real lab report (rack6, one slow
-host) checked row by row, plus synthetic edge cases: empty, only not_measured, hostile host names,
-missing fields, and the report additions under way (new verdicts, reasons, model groups, ZCAV)."""
+"""report.md and report.html from plugin_utils/_render.py, of judged entries: the real lab records (rack6, one
+slow host) judged and checked row by row, plus synthetic fleets: empty, only not_measured, hostile host names,
+odd figures, every verdict with model groups and ZCAV, and fleet scale."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 from html.parser import HTMLParser
@@ -15,20 +14,38 @@ from pathlib import Path
 
 import pytest
 
-# Loaded by path: the module is pure Python and needs no collection loader.
-_ROOT = Path(__file__).resolve().parents[4]
-_SPEC = importlib.util.spec_from_file_location("diskproof_render_under_test", _ROOT / "plugins" / "plugin_utils" / "_render.py")
-render = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(render)
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render
 
+_ROOT = Path(__file__).resolve().parents[4]
 FIXTURE = _ROOT / "tests" / "fixtures" / "report" / "lab-rack6-report.json"
 SLOW = "rack6-n04"
 HOSTILE = 'evil<script>alert("x")</script>&"\'|`*_'
+OK = {"status": "ok", "problems": []}
+
+
+def judged(records_by_host, statuses=None, run=None, **options):
+    """(report sections, entries) of records judged as the pipeline judges them."""
+    settings = agg.make_settings(**{key: value for key, value in options.items() if key not in ("acceptance", "baseline")})
+    facts = {host: [(record, agg.record_facts(record)) for record in records] for host, records in records_by_host.items()}
+    statuses = statuses if statuses is not None else {host: OK for host in records_by_host}
+    return agg.judge_report(facts, statuses, run or {}, settings=settings, acceptance=options.get("acceptance"),
+                            baseline=options.get("baseline"), baseline_source="baseline.json" if options.get("baseline") else None)
+
+
+def lab_records():
+    report = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    records = {}
+    for entry in report["results"]:
+        records.setdefault(entry["host"], []).append(entry["record"])
+    return records, report["run"]
 
 
 @pytest.fixture(name="lab")
 def fixture_lab():
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+    """The rack6 lab run's records (one slow host) judged as the lab judged them: peers by test."""
+    records, run = lab_records()
+    return judged(records, run=run, peer_group="test")
 
 
 class _Page(HTMLParser):
@@ -136,13 +153,14 @@ def assert_self_contained(page):
 # ---------------------------------------------------------------------------------------------
 
 def test_markdown_lab_summary_and_problems(lab):
-    markdown = render.render_markdown(lab)
+    markdown = render.render_markdown(*lab)
     assert markdown.startswith("# diskproof report \u2014 validate.yml \u2014 2026-11-22T01:08:38Z\n")
     for line in ("- **Playbook:** validate.yml", "- **Started:** 2026-11-22T01:08:38Z", "- **Finished:** 2026-11-22T01:09:32Z",
                  "- **Controller:** vm", "- **Ansible:** 2.19.14", "- **Hosts targeted:** 6",
                  "- **Outlier limit:** 15% below the group median", "**NOT PASSED.** 3 of 18 results need attention."):
         assert line in markdown.splitlines(), line
-    assert md_table(markdown, "## Summary")[1:] == [["error", "0"], ["not_measured", "0"], ["outlier", "3"], ["pass", "15"]]
+    assert md_table(markdown, "## Summary")[1:] == [[verdict, "3" if verdict == "outlier" else "15" if verdict == "pass" else "0"]
+                                                    for verdict in agg.VERDICTS]
     assert md_table(markdown, "## Needs attention (worst first)") == [
         ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"],
         ["outlier", SLOW, "fio_rand_read", "/srv/diskproof/d0", "loop3", "201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%"],
@@ -154,7 +172,7 @@ def test_markdown_lab_summary_and_problems(lab):
 
 
 def test_markdown_lab_per_test_tables_and_groups(lab):
-    markdown = render.render_markdown(lab)
+    markdown = render.render_markdown(*lab)
     headings = [line for line in markdown.splitlines() if line.startswith("### ")]
     assert headings == ["### dd_seq_read", "### dd_seq_write", "### fio_rand_read"]
     assert "dd 9.1, block 1 MiB, size 256 MiB, O_DIRECT, iodepth 1" in markdown.splitlines()
@@ -169,15 +187,15 @@ def test_markdown_lab_per_test_tables_and_groups(lab):
     assert fio[4][3] == "201 IOPS"
     assert md_table(markdown, "## Peer groups") == [
         ["Group key", "Metric", "Count", "Median", "MAD", "Min", "Max"],
-        ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "\u2014", "\u2014"],
-        ["dd_seq_write", "throughput", "6", "33.3 MB/s", "0.065 MB/s", "\u2014", "\u2014"],
-        ["fio_rand_read", "IOPS", "6", "404 IOPS", "0.101 IOPS", "\u2014", "\u2014"],
+        ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "16.8 MB/s", "33.5 MB/s"],
+        ["dd_seq_write", "throughput", "6", "33.3 MB/s", "0.065 MB/s", "16.7 MB/s", "33.4 MB/s"],
+        ["fio_rand_read", "IOPS", "6", "404 IOPS", "0.101 IOPS", "201 IOPS", "404 IOPS"],
     ]
     assert "MB/s = 10^6 bytes/s, MiB/s = 2^20 bytes/s, IOPS = operations/s." in markdown
 
 
 def test_html_lab_structure_tables_and_slow_host(lab):
-    page = render.render_html(lab)
+    page = render.render_html(*lab)
     parsed = parse(page)
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
     assert parsed.title == "diskproof report \u2014 validate.yml \u2014 2026-11-22T01:08:38Z"
@@ -194,7 +212,7 @@ def test_html_lab_structure_tables_and_slow_host(lab):
     assert seq_read[4] == [SLOW, "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%", "outlier",
                            "-50.0% vs median 33.5 MB/s (n=6), limit -15%"]
     assert [row[5] for row in seq_read[1:]].count("pass") == 5
-    assert parsed.tables[4][1] == ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "\u2014", "\u2014"]
+    assert parsed.tables[4][1] == ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "16.8 MB/s", "33.5 MB/s"]
     assert [row[:3] for row in parsed.tables[5][1:]] == [["rack6-n0%d" % number, "ok", "3"] for number in range(1, 7)]
     # Summary boxes.
     assert '<div class="count warn"><b>3</b><span>outlier</span></div>' in page
@@ -203,7 +221,7 @@ def test_html_lab_structure_tables_and_slow_host(lab):
 
 
 def test_html_lab_charts(lab):
-    page = render.render_html(lab)
+    page = render.render_html(*lab)
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
     assert len(charts) == 3
     for chart, test in zip(charts, ("dd_seq_read", "dd_seq_write", "fio_rand_read")):
@@ -220,36 +238,28 @@ def test_html_lab_charts(lab):
     # The band is median +/- 15 %: its tooltip states the limits.
     assert "expected band: median 33.5 MB/s \u00b1 15% (28.5 MB/s to 38.6 MB/s)" in charts[0]
     assert "<desc id=\"c1-d\">6 disks; 1 flagged." in charts[0]
-    # No ZCAV data in schema 1 records: no line chart.
+    # No ZCAV data in these records: no line chart.
     assert "polyline" not in page
 
 
-def test_html_band_follows_rules_outlier_fraction(lab):
-    lab["rules"]["outlier_fraction"] = 0.25
-    page = render.render_html(lab)
+def test_html_band_follows_rules_outlier_fraction():
+    records, run = lab_records()
+    page = render.render_html(*judged(records, run=run, peer_group="test", outlier_fraction=0.25))
     assert "expected band: median 33.5 MB/s \u00b1 25% (25.1 MB/s to 41.9 MB/s)" in page
     assert "25% below group median" in page
 
 
-def test_rejudged_by_aggregate_renders(lab):
-    """The fixture's records judged again by plugin_utils/_aggregate.py as it is now (whatever the
-    report schema): the renderers take build_report's dict as it comes."""
-    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_render", _ROOT / "plugins" / "plugin_utils" / "_aggregate.py")
-    aggregate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(aggregate)
-    records_by_host = {}
-    for entry in lab["results"]:
-        records_by_host.setdefault(entry["host"], []).append(entry["record"])
-    statuses = {host: {"status": "ok", "problems": []} for host in records_by_host}
+def test_an_unreachable_host_is_named_first():
+    records, run = lab_records()
+    statuses = {host: OK for host in records}
     statuses["rack6-n07"] = {"status": "unreachable", "problems": [{"task": "discover", "status": "unreachable", "message": "ssh: timed out"}]}
-    report = json.loads(json.dumps(aggregate.build_report(records_by_host, statuses, lab["run"])))
-
-    markdown = render.render_markdown(report)
+    report, entries = judged(records, statuses, run=run)
+    markdown = render.render_markdown(report, entries)
     problems = md_table(markdown, "## Needs attention (worst first)")[1:]
     assert problems[0][:2] == ["not_measured", "rack6-n07"]
     assert sorted(row[2] for row in problems if row[1] == SLOW) == ["dd_seq_read", "dd_seq_write", "fio_rand_read"]
     assert len(problems) == 4
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     parse(page)
     assert_self_contained(page)
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
@@ -257,61 +267,42 @@ def test_rejudged_by_aggregate_renders(lab):
     assert all(chart.count('class="bar ok"') == 5 and chart.count('class="band"') == 1 for chart in charts)
 
 
-def test_renderers_do_not_modify_the_report(lab):
+def test_the_pages_change_nothing_they_are_given(lab):
     before = copy.deepcopy(lab)
-    render.render_markdown(lab)
-    render.render_html(lab)
+    render.render_markdown(*lab)
+    render.render_html(*lab)
     assert lab == before
 
 
 # ---------------------------------------------------------------------------------------------
-# synthetic edge cases
+# synthetic fleets
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("report", [{}, {"results": None, "groups": None, "summary": None, "run": None, "rules": None, "hosts": None},
-                                    {"results": [], "groups": [], "summary": {"counts": {}, "total": 0, "failing": []}}],
-                         ids=["empty-dict", "all-none", "empty-lists"])
-def test_empty_reports(report):
-    markdown = render.render_markdown(report)
-    page = render.render_html(report)
+def test_an_empty_judgement():
+    report, entries = judged({}, {})
+    markdown = render.render_markdown(report, entries)
+    page = render.render_html(report, entries)
     assert "No results: nothing was measured." in markdown
     assert "No results." in markdown and "No test results." in markdown and "No peer groups (nothing measured)." in markdown
     parsed = parse(page)
     assert parsed.title == "diskproof report"
     assert parsed.tables == []
     assert "<svg class=\"chart\"" not in page
-    assert "NOT PASSED" in page
+    assert "PASSED" in page
     assert_self_contained(page)
 
 
-def _not_measured_report():
-    return {
-        "report_schema": 1,
-        "run": {"playbook": "validate.yml"},
-        "rules": {"outlier_fraction": 0.15},
-        "hosts": {"a": {"status": "unreachable", "records": 0, "problems": [{"task": None, "status": "unreachable", "message": "ssh: timeout"}]},
-                  "b": {"status": "failed", "records": 0, "problems": [{"task": "quiesce", "status": "failed", "message": "md resync"}]}},
-        "groups": [],
-        "results": [
-            {"host": "a", "target_path": None, "device": None, "test": None, "verdict": "not_measured",
-             "reason": "unreachable: ssh: timeout", "primary_metric": None, "group_median": None, "deviation_from_median": None, "record": None},
-            {"host": "b", "target_path": None, "device": None, "test": None, "verdict": "not_measured",
-             "reason": "failed in task 'quiesce': md resync", "primary_metric": None, "group_median": None,
-             "deviation_from_median": None, "record": None},
-        ],
-        "summary": {"counts": {"error": 0, "not_measured": 2, "outlier": 0, "pass": 0}, "total": 2, "failing": []},
-    }
-
-
 def test_only_not_measured_hosts():
-    report = _not_measured_report()
-    markdown = render.render_markdown(report)
+    statuses = {"a": {"status": "unreachable", "problems": [{"task": None, "status": "unreachable", "message": "ssh: timeout"}]},
+                "b": {"status": "failed", "problems": [{"task": "quiesce", "status": "failed", "message": "md resync"}]}}
+    report, entries = judged({}, statuses, run={"playbook": "validate.yml"})
+    markdown = render.render_markdown(report, entries)
     assert md_table(markdown, "## Needs attention (worst first)")[1:] == [
         ["not_measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"],
         ["not_measured", "b", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "failed in task 'quiesce': md resync"],
     ]
     assert "No test results." in markdown
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     parsed = parse(page)
     assert parsed.tables[0][1] == ["not measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"]
     assert parsed.tables[-1][1:] == [["a", "unreachable", "0", "ssh: timeout"], ["b", "failed", "0", "md resync"]]
@@ -319,15 +310,15 @@ def test_only_not_measured_hosts():
     assert "<svg class=\"chart\"" not in page
 
 
-def test_hostile_strings_are_escaped(lab):
-    report = copy.deepcopy(lab)
-    entry = report["results"][0]
-    entry["host"] = HOSTILE
-    entry["reason"] = "<img src=x onerror=alert(1)> & more"
-    entry["device"] = "<b>loop3</b>"
-    report["run"]["playbook"] = "<script>alert(2)</script>"
-    report["hosts"][HOSTILE] = report["hosts"].pop(SLOW)
-    page = render.render_html(report)
+def test_hostile_strings_are_escaped():
+    records, run = lab_records()
+    records[HOSTILE] = records.pop(SLOW)
+    failed = copy.deepcopy(records[HOSTILE][0])
+    failed["error"] = "<img src=x onerror=alert(1)> & more"
+    failed["target"]["device"] = "<b>loop3</b>"
+    records[HOSTILE].append(failed)
+    report, entries = judged(records, run=dict(run, playbook="<script>alert(2)</script>"), peer_group="test")
+    page = render.render_html(report, entries)
     parsed = parse(page)
     assert "<script" not in page and "<img" not in page and "<b>loop3" not in page
     assert "script" not in parsed.tags and "img" not in parsed.tags and "b" in parsed.tags  # <b> only from the summary boxes
@@ -337,84 +328,77 @@ def test_hostile_strings_are_escaped(lab):
     assert parsed.title == "diskproof report \u2014 <script>alert(2)</script> \u2014 2026-11-22T01:08:38Z"
     assert_self_contained(page.replace("src=x", ""))  # the only src= is the escaped reason text
     assert not re.search(r"<[^>]*\bsrc\s*=", page)
-    markdown = render.render_markdown(report)
+    markdown = render.render_markdown(report, entries)
     assert "<script" not in markdown and "<img" not in markdown
     assert "evil&lt;script&gt;alert(\"x\")&lt;/script&gt;&amp;\"'\\|\\`\\*\\_" in markdown
     # The escaped pipe keeps the table shape: 8 cells in every row.
     assert all(len(row) == 8 for row in md_table(markdown, "## Needs attention (worst first)"))
 
 
-def test_missing_optional_fields_never_crash():
-    report = {
-        "rules": {"outlier_fraction": "not a number"},
-        "groups": [{"key": None, "metric": None}, {"key": ["t"], "metric": "bytes_per_s", "median": None}, "junk"],
-        "results": [
-            {},
-            {"host": "h1", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": 5e8}},
-            {"host": "h2", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": None},
-             "record": {"target": None, "params": None, "metrics": None}},
-            {"host": "h3", "test": "t", "verdict": None, "primary_metric": "bogus", "reasons": None, "deviation_from_median": "x"},
-            {"host": "h4", "test": "t", "verdict": "pass", "primary_metric": {"name": "bytes_per_s", "value": float("nan")},
-             "record": {"metrics": {"zcav": [None, {"offset_bytes": None}, "x"]}}},
-            "not a dict",
-        ],
-        "summary": {"counts": {"pass": None}, "passed": None},
+def test_odd_figures_never_break_a_page():
+    """A record's odd values (an infinite figure, ZCAV points without figures, text where a number goes) are
+    shown as they are or left out, never a crash."""
+    base = {"test": "t", "tool": "dd", "target": {"path": "/srv/d0"}, "params": {"block_size": "1M"}}
+    records = {
+        "h1": [dict(base, metrics={"write_bytes_per_s": 5e8}, tool_version={"odd": 1})],
+        "h2": [dict(base, metrics={"write_bytes_per_s": float("inf"), "zcav": [None, {"offset_bytes": None}, "x"]})],
+        "h3": [dict(base, metrics={"write_bytes_per_s": 4e8}, samples="three runs")],
     }
-    markdown = render.render_markdown(report)
-    page = render.render_html(report)
+    report, entries = judged(records)
+    markdown = render.render_markdown(report, entries)
+    page = render.render_html(report, entries)
     parse(page)
-    assert "| h1 | \u2014 | \u2014 | 500 MB/s (477 MiB/s) | \u2014 | pass | \u2014 |" in markdown
-    assert "| h3 | \u2014 | \u2014 | \u2014 | \u2014 | unknown | \u2014 |" in markdown
+    assert "| h1 | /srv/d0 | \u2014 | 500 MB/s (477 MiB/s) |" in markdown
+    assert "| h2 | /srv/d0 | \u2014 | \u2014 |" in markdown   # an infinite figure is not drawn or printed
+    assert 'dd {"odd": 1}' in markdown.splitlines()  # how the test ran, from its first record
     assert "polyline" not in page  # ZCAV points without figures draw nothing
-    assert "median \u00b1 15%" in page  # invalid fraction: the default
 
 
-def test_future_report_additions():
-    """Verdicts slow/regressed/unstable/invalid, `reasons` (strings or {verdict, reason}), an
-    entry's `group` naming its model+firmware+capacity group, groups with count/min/max,
-    summary.passed and ZCAV curves."""
-    key_a, key_b = ["dd_seq_read", "ST4000NM", "SN04", "4000787030016"], ["dd_seq_read", "MZ7LH960", "HXT7", "960197124096"]
+ST4000 = {"model": "ST4000NM", "firmware": "SN04", "size_bytes": 4000787030016, "rotational": True}
+MZ7LH = {"model": "MZ7LH960", "firmware": "HXT7", "size_bytes": 960197124096, "rotational": False}
 
-    def entry(host, value, median, verdict, key, reasons=None, zcav=None):
-        return {"host": host, "test": "dd_seq_read", "target_path": "/dev/sdb", "device": "sdb", "verdict": verdict,
-                "reason": (reasons or ["ok"])[0], "reasons": reasons or [], "group": key,
-                "primary_metric": {"name": "bytes_per_s", "value": value}, "group_median": median,
-                "deviation_from_median": (value - median) / median,
-                "record": {"test": "dd_seq_read", "metrics": {"read_bytes_per_s": value, "zcav": zcav}}}
 
-    hdd_3_reasons = [{"verdict": "slow", "reason": "below 200 MB/s rule"}, {"verdict": "outlier", "reason": "-40.0% vs median 250 MB/s"}]
-    zcav = [{"offset_bytes": index * 4e11, "read_bytes_per_s": 2.5e8 - index * 1e7} for index in range(11)]
-    report = {
-        "rules": {"outlier_fraction": 0.2},
-        "groups": [
-            {"key": key_a, "metric": "bytes_per_s", "count": 3, "median": 2.5e8, "mad": 1e6, "min": 1.5e8, "max": 2.52e8},
-            {"key": key_b, "metric": "bytes_per_s", "count": 3, "median": 5e8, "mad": 2e6, "min": 4e8, "max": 5.1e8},
-        ],
-        "results": [
-            entry("hdd-3", 1.5e8, 2.5e8, "slow", key_a, hdd_3_reasons, zcav),
-            entry("ssd-2", 4e8, 5e8, "regressed", key_b, ["-20.0% vs baseline"]),
-            entry("ssd-3", 5.05e8, 5e8, "unstable", key_b, ["stdev 30% of mean across 3 runs"]),
-            entry("hdd-1", 2.5e8, 2.5e8, "pass", key_a, zcav=zcav),
-            entry("hdd-2", 2.52e8, 2.5e8, "pass", key_a, zcav=zcav),
-            entry("ssd-1", 5.1e8, 5e8, "pass", key_b),
-            {"host": "ssd-4", "test": "dd_seq_read", "verdict": "invalid", "reasons": ["device_io shows 0 bytes read", "cache hit"],
-             "primary_metric": None, "record": {"test": "dd_seq_read"}},
-        ],
-        "summary": {"counts": {"pass": 3, "slow": 1, "regressed": 1, "unstable": 1, "invalid": 1}, "total": 7, "passed": False,
-                    "input_errors": ["baseline: /srv/old/report.json: not a report"]},
+def _disk(serial, disk, rate, **extra):
+    record = {"test": "dd_seq_read", "tool": "dd", "target": dict(disk, path="/dev/sdb", device="sdb", serial=serial),
+              "params": {"block_size": 1048576, "direct": True}, "metrics": {"read_bytes_per_s": rate},
+              "bytes": 1e9, "device_io": {"read_bytes": 1e9, "write_bytes": 0}}
+    record.update(extra)
+    return record
+
+
+def test_every_verdict_in_model_groups_with_zcav():
+    """slow, regressed, unstable and invalid from the judge; peer groups by model; every finding of an entry;
+    input errors; ZCAV curves."""
+    zcav = {"zcav": [{"offset_bytes": index * 4e11, "read_bytes_per_s": 2.5e8 - index * 1e7} for index in range(11)]}
+    records = {
+        "hdd-1": [_disk("H1", ST4000, 2.5e8, metrics=dict(zcav, read_bytes_per_s=2.5e8))],
+        "hdd-2": [_disk("H2", ST4000, 2.52e8, metrics=dict(zcav, read_bytes_per_s=2.52e8))],
+        "hdd-3": [_disk("H3", ST4000, 1.5e8, metrics=dict(zcav, read_bytes_per_s=1.5e8))],
+        "ssd-1": [_disk("S1", MZ7LH, 5.1e8)],
+        "ssd-2": [_disk("S2", MZ7LH, 4e8)],
+        "ssd-3": [_disk("S3", MZ7LH, 5.05e8, samples=[3.5e8, 5.05e8, 6.5e8])],
+        "ssd-4": [_disk("S4", MZ7LH, 5e8, device_io={"read_bytes": 0, "write_bytes": 0})],
+        "ssd-5": [_disk("S5", MZ7LH, 5e8)],
     }
-    markdown = render.render_markdown(report)
-    assert md_table(markdown, "## Summary")[1:] == [["invalid", "1"], ["slow", "1"], ["regressed", "1"], ["unstable", "1"], ["pass", "3"]]
+    baseline = agg.build_report({"ssd-2": [_disk("S2", MZ7LH, 5e8)]}, {}, {})
+    rules = {"rules": [{"name": "archive HDDs", "match": {"model": "ST4000*"}, "min_read_mb_per_s": 200}]}
+    report, entries = judged(records, run={"playbook": "validate.yml"}, outlier_fraction=0.2, acceptance=rules, baseline=baseline)
+    report["summary"]["input_errors"].append("baseline: /srv/old/report.json: not a report")
+    markdown = render.render_markdown(report, entries)
+    counts = dict(md_table(markdown, "## Summary")[1:])
+    assert (counts["invalid"], counts["slow"], counts["regressed"], counts["unstable"], counts["pass"]) == ("1", "1", "1", "1", "4")
     assert "- baseline: /srv/old/report.json: not a report" in markdown.splitlines()
-    assert "**NOT PASSED.** 4 of 7 results need attention. 1 input error (rules or baseline not usable)." in markdown
+    assert "**NOT PASSED.** 4 of 8 results need attention. 1 input error (rules or baseline not usable)." in markdown
     problems = md_table(markdown, "## Needs attention (worst first)")
     assert [row[:2] for row in problems[1:]] == [["invalid", "ssd-4"], ["slow", "hdd-3"], ["regressed", "ssd-2"], ["unstable", "ssd-3"]]
-    assert problems[2][7] == "slow: below 200 MB/s rule; outlier: -40.0% vs median 250 MB/s"
-    assert problems[1][7] == "device_io shows 0 bytes read; cache hit"
+    assert problems[2][7].startswith("slow: rule 1 'archive HDDs': read 150.0 MB/s &lt; minimum 200.0 MB/s; outlier: -40.0% vs median")
     groups = md_table(markdown, "## Peer groups")
-    assert groups[1] == ["dd_seq_read / ST4000NM / SN04 / 4000787030016", "throughput", "3", "250 MB/s", "1.00 MB/s", "150 MB/s", "252 MB/s"]
+    # Groups sorted by key; ssd-4's figure is not counted (invalid), ssd-3's is (unstable).
+    assert [row[:3] for row in groups[1:]] == [
+        ["dd_seq_read / model=MZ7LH960 / firmware=HXT7 / size_bytes=960197124096", "throughput", "4"],
+        ["dd_seq_read / model=ST4000NM / firmware=SN04 / size_bytes=4000787030016", "throughput", "3"]]
 
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     parsed = parse(page)
     assert_self_contained(page)
     assert '<div class="count warn"><b>1</b><span>slow</span></div>' in page
@@ -425,34 +409,30 @@ def test_future_report_additions():
     bars = chart[0]
     # One band and median per peer group, each group headed by its key, disks in their own group.
     assert bars.count('class="band"') == 2 and bars.count('class="median"') == 2
-    assert ">group: dd_seq_read / ST4000NM / SN04 / 4000787030016</text>" in bars
-    # ssd-4 (invalid, no figure) is in no group: listed apart, not hidden.
-    assert ">group: none (no figure to compare)</text>" in bars and ">ssd-4</text>" in bars
-    assert bars.index(">hdd-3 sdb</text>") < bars.index(">group: dd_seq_read / MZ7LH960") < bars.index(">ssd-2 sdb</text>")
-    assert ">median 250 MB/s</text>" in bars and ">median 500 MB/s</text>" in bars
+    assert ">group: dd_seq_read / model=ST4000NM / firmware=SN04 / size_bytes=4000787030016</text>" in bars
+    assert bars.index(">ssd-2 sdb</text>") < bars.index(">group: dd_seq_read / model=ST4000NM") < bars.index(">hdd-3 sdb</text>")
+    assert ">median 250 MB/s</text>" in bars and ">median 502 MB/s</text>" in bars
     assert "expected band: median 250 MB/s \u00b1 20% (200 MB/s to 300 MB/s)" in bars
-    assert ">SLOW 150 MB/s -40.0%</text>" in bars and ">REGRESSED 400 MB/s -20.0%</text>" in bars
-    assert ">INVALID</text>" in bars and ">no figure</text>" in bars
+    assert ">SLOW 150 MB/s -40.0%</text>" in bars and ">REGRESSED 400 MB/s -20.4%</text>" in bars and ">INVALID 500 MB/s -0.5%</text>" in bars
     zcav_chart = chart[1]
-    assert zcav_chart.count("<polyline") == 2 + 1  # hdd-1, hdd-2 and the slow hdd-3
+    assert zcav_chart.count("<polyline") == 3  # hdd-1, hdd-2 and the slow hdd-3
     assert ">hdd-3 sdb</text>" in zcav_chart and "offset on disk, GB (10^9 bytes)" in zcav_chart
     assert "ZCAV read throughput across the disk" in zcav_chart
     table = parsed.tables[1]
-    assert [(row[0], row[5]) for row in table[1:]] == [("hdd-1", "pass"), ("hdd-2", "pass"), ("hdd-3", "slow"), ("ssd-1", "pass"),
-                                                       ("ssd-2", "regressed"), ("ssd-3", "unstable"), ("ssd-4", "invalid")]
-    assert table[3][3:5] == ["150 MB/s (143 MiB/s)", "-40.0%"]
-    assert table[7][6] == "device_io shows 0 bytes read; cache hit"
+    assert [(row[0], row[5]) for row in table[1:]] == [
+        ("hdd-1", "pass"), ("hdd-2", "pass"), ("hdd-3", "slow"), ("ssd-1", "pass"), ("ssd-2", "regressed"), ("ssd-3", "unstable"),
+        ("ssd-4", "invalid"), ("ssd-5", "pass")]
+    assert table[3][2:5] == ["sdb, serial H3", "150 MB/s (143 MiB/s)", "-40.0%"]
 
 
 def test_passed_summary_and_all_pass():
-    report = {"results": [{"host": "h%d" % index, "test": "t", "verdict": "pass",
-                           "primary_metric": {"name": "iops", "value": 1000.0 + index}} for index in range(3)],
-              "groups": [{"key": ["t"], "metric": "iops", "measured": 3, "median": 1001.0, "mad": 1.0}],
-              "summary": {"counts": {"pass": 3}, "total": 3, "passed": True}}
-    markdown = render.render_markdown(report)
+    records = {"h%d" % index: [{"test": "t", "tool": "fio", "target": {"path": "/srv/d0"}, "params": {"block_size": 4096},
+                                "metrics": {"read_iops": 1000.0 + index}}] for index in range(3)}
+    report, entries = judged(records)
+    markdown = render.render_markdown(report, entries)
     assert "**PASSED.** All 3 results pass." in markdown
     assert "Nothing: every result passes." in markdown
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     assert '<div class="verdict-box passed"><strong>PASSED</strong>All 3 results pass.</div>' in page
     assert ">median 1,001 IOPS</text>" in page
     assert 'class="bar warn"' not in page and 'class="bar ok"' in page
@@ -461,13 +441,6 @@ def test_passed_summary_and_all_pass():
 # ---------------------------------------------------------------------------------------------
 # fleet scale: more than LISTING_LIMIT results list only what is not pass
 # ---------------------------------------------------------------------------------------------
-
-def _aggregate_module():
-    spec = importlib.util.spec_from_file_location("diskproof_aggregate_for_fleet", _ROOT / "plugins" / "plugin_utils" / "_aggregate.py")
-    aggregate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(aggregate)
-    return aggregate
-
 
 def _fleet_record(test, path, rate):
     iops = test.startswith("fio")
@@ -483,28 +456,26 @@ def _fleet_record(test, path, rate):
 
 def _fleet_report(hosts, slow=("n007",), unreachable=()):
     """4 results per host (2 tests x 2 targets); the slow hosts run at half speed; unreachable hosts add one row each."""
-    aggregate = _aggregate_module()
     records_by_host = {}
     for index in range(hosts):
         host = "n%03d" % index
         factor = 0.5 if host in slow else 1.0 + (index % 7) / 1000.0
         records_by_host[host] = [_fleet_record(test, path, base * factor) for test, base in (("dd_seq_write", 400e6), ("fio_rand_read", 90000.0))
                                  for path in ("/srv/d0", "/srv/d1")]
-    statuses = {host: {"status": "ok", "problems": []} for host in records_by_host}
+    statuses = {host: OK for host in records_by_host}
     for host in unreachable:
         statuses[host] = {"status": "unreachable", "problems": [{"task": "discover", "status": "unreachable", "message": "ssh: timed out"}]}
-    report = aggregate.build_report(records_by_host, statuses, {"playbook": "validate.yml", "started": "2026-11-22T00:00:00Z"})
-    return json.loads(json.dumps(report))
+    return judged(records_by_host, statuses, run={"playbook": "validate.yml", "started": "2026-11-22T00:00:00Z"})
 
 
 def test_every_result_is_listed_up_to_the_limit():
-    report = _fleet_report(50)
-    assert len(report["results"]) == render.LISTING_LIMIT == 200
-    markdown = render.render_markdown(report)
+    report, entries = _fleet_report(50)
+    assert len(entries) == render.LISTING_LIMIT == 200
+    markdown = render.render_markdown(report, entries)
     assert "More than 200 results" not in markdown and "counted, not listed" not in markdown
     rows = md_table(markdown, "### dd_seq_write")[1:]
     assert len(rows) == 100 and {row[0] for row in rows} == {"n%03d" % index for index in range(50)}
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     parsed = parse(page)
     assert "not listed" not in page
     hosts_table = parsed.tables[-1]
@@ -512,11 +483,11 @@ def test_every_result_is_listed_up_to_the_limit():
 
 
 def test_beyond_the_limit_passes_are_counted_not_listed():
-    report = _fleet_report(50, unreachable=("zz-down",))
-    assert len(report["results"]) == 201
+    report, entries = _fleet_report(50, unreachable=("zz-down",))
+    assert len(entries) == 201
     counts = report["summary"]["counts"]
     assert (counts["pass"], counts["outlier"], counts["not_measured"]) == (196, 4, 1)
-    markdown = render.render_markdown(report)
+    markdown = render.render_markdown(report, entries)
     assert ("More than 200 results: the 196 pass results are counted per test and peer group, not listed one by one; "
             "report.json and results.csv hold all 201 results.") in markdown
     problems = md_table(markdown, "## Needs attention (worst first)")[1:]
@@ -529,7 +500,7 @@ def test_beyond_the_limit_passes_are_counted_not_listed():
     assert groups[1][:4] == ["dd_seq_write / model=MZ7LH960 / firmware=F1 / size_bytes=960197124096", "throughput", "100", "98"]
     assert "dd 9.1, block 1 MiB, O_DIRECT" in markdown
 
-    page = render.render_html(report)
+    page = render.render_html(report, entries)
     parsed = parse(page)
     assert_self_contained(page)
     assert "More than 200 results: the 196 pass results are counted" in page
@@ -540,55 +511,34 @@ def test_beyond_the_limit_passes_are_counted_not_listed():
     assert "Only results that are not pass. Throughput per disk" in page
 
 
-def test_a_listing_built_entry_by_entry_renders_the_same_pages_as_the_full_report():
-    """What the callback does at fleet scale: the pages from the entries that are not pass, the
-    pass entries counted and each test's first record, without a dict per pass entry (here each
-    entry is named by its index, as the callback names a record by its place in the spool)."""
-    report = _fleet_report(60, slow=("n003", "n031"), unreachable=("zz-down",))
-    results = report["results"]
-    builder = render.ListingBuilder(len(results))
-    for index, entry in enumerate(results):
-        builder.add(index, entry["verdict"], entry["test"], entry["group"], (entry["primary_metric"] or {}).get("name"),
-                    index if entry["record"] is not None else None)
-    assert builder.summarised and len(builder.listed) < len(results)
-    listing = builder.listing([results[index] for index in builder.listed],
-                              {test: results[index]["record"] for test, index in builder.test_records.items()})
-    assert listing == render.listing_of(report)
-    listed = [entry for entry in results if entry["verdict"] != "pass"]
-    view = dict(report, results=listed)
-    assert render.render_markdown(view, listing) == render.render_markdown(report)
-    assert render.render_html(view, listing) == render.render_html(report)
+def test_a_fleet_listing_keeps_what_is_not_pass_and_counts_the_rest():
+    report, entries = _fleet_report(60, slow=("n003", "n031"), unreachable=("zz-down",))
+    listing = render.listing_of(entries)
+    assert listing.summarised and listing.total == len(entries)
+    assert listing.entries == [entry for entry in entries if entry.verdict != "pass"]
+    assert listing.passes_not_listed == sum(1 for entry in entries if entry.verdict == "pass")
+    assert listing.test_descriptions == {"dd_seq_write": "dd 9.1, block 1 MiB, O_DIRECT",
+                                         "fio_rand_read": "fio 3.33, block 4 KiB, O_DIRECT"}
     chunks = []
-    render.write_html(view, chunks.append, listing)
-    assert len(chunks) > 10 and "".join(chunks) == render.render_html(report)
+    render.write_html(report, listing, chunks.append)
+    assert len(chunks) > 10 and "".join(chunks) == render.render_html(report, entries)
     # A small report is listed whole, pass entries included.
-    small = _fleet_report(3)
-    builder = render.ListingBuilder(len(small["results"]))
-    for entry in small["results"]:
-        builder.add(entry, entry["verdict"], entry["test"], entry["group"], "iops", entry["record"])
-    assert builder.listing(builder.listed, {}) == render.listing_of(small)
-    assert not builder.pass_counts and not builder.test_records
+    small = render.listing_of(_fleet_report(3)[1])
+    assert not small.summarised and len(small.entries) == 12 and not small.pass_counts and not small.test_descriptions
 
 
-def test_charts_draw_the_worst_chart_limit_results():
+def test_charts_draw_the_worst_chart_limit_results(monkeypatch):
     slow = tuple("n%03d" % index for index in range(0, 120, 2))
-    report = _fleet_report(120, slow=slow)
-    page = render.render_html(report)
+    report, entries = _fleet_report(120, slow=slow)
+    page = render.render_html(report, entries)
     # 60 slow hosts x 2 targets = 120 outliers per test and metric, all drawn; then over the limit.
     assert page.count("Only results that are not pass. ") == 2
-    render_module_limit = render.CHART_LIMIT
-    try:
-        render.CHART_LIMIT = 50
-        page = render.render_html(report)
-    finally:
-        render.CHART_LIMIT = render_module_limit
+    monkeypatch.setattr(render, "CHART_LIMIT", 50)
+    page = render.render_html(report, entries)
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", page, re.DOTALL)
     assert [chart.count('class="bar warn"') for chart in charts] == [50, 50]
     assert page.count("Only results that are not pass: the 50 worst of 120. ") == 2
 
 
-def test_every_verdict_of_the_judge_has_a_style_and_its_order():
-    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
-
-    assert render.VERDICT_ORDER == _aggregate.VERDICTS
-    assert set(render._VERDICT_CLASS) == set(_aggregate.VERDICTS)
+def test_every_verdict_of_the_judge_has_a_style():
+    assert set(render._VERDICT_CLASS) == set(agg.VERDICTS)

@@ -1,26 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The callback's per-entry writers against their reference spellings: results.csv lines against
-csv.writer, junit.xml from the compact entries against the report's entries as dicts."""
+"""The pipeline's files (plugin_utils/_report.py): results.csv lines against csv.writer, and the same files
+whether the records were spooled (the callback) or kept in memory (a merge, the filter)."""
 from __future__ import annotations
 
 import csv
-import importlib
 import io
-import sys
+import json
 
-import pytest
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as aggregate
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
 
 GIB = 2 ** 30
-
-
-@pytest.fixture(scope="module")
-def report_module(collections_path):
-    """plugins/callback/report.py, imported as ansible_collections.diskproof.fleet (as ansible-playbook does)."""
-    if str(collections_path) not in sys.path:
-        sys.path.insert(0, str(collections_path))
-    return importlib.import_module("ansible_collections.diskproof.fleet.plugins.callback.report")
 
 
 def _record(test, path, rate, serial="S1", **changes):
@@ -66,62 +58,59 @@ def _varied_fleet():
     return records_by_host, statuses
 
 
-def _varied_entries(aggregate):
+def _varied_entries():
     records_by_host, statuses = _varied_fleet()
     facts_by_host = {host: [(record, aggregate.record_facts(record)) for record in records]
                      for host, records in records_by_host.items()}
-    _report, entries = aggregate.judge_report(facts_by_host, statuses, {}, settings=aggregate.make_settings())
+    _report_sections, entries = aggregate.judge_report(facts_by_host, statuses, {}, settings=aggregate.make_settings())
     return entries
 
 
-def test_csv_lines_read_back_as_the_rows(report_module):
+def test_csv_lines_read_back_as_the_rows():
     """One line per entry, ending in "\n" only, that csv.reader reads back as the entry's row
     (None empty, a float its repr)."""
-    aggregate = report_module._aggregate
-    entries = _varied_entries(aggregate)
+    entries = _varied_entries()
     assert {entry.verdict for entry in entries} >= {"pass", "error", "not_measured", "outlier"}
-    lines = report_module.CsvLines()
+    lines = _report.CsvLines()
     for entry in entries:
-        reason = aggregate.entry_reason(entry)
-        line = lines.line(entry, reason)
+        line = lines.line(entry)
         assert line.endswith("\n") and not line.endswith("\r\n")
-        row = report_module._csv_row(entry, aggregate.entry_target(entry), reason)
+        row = _report.csv_row(entry)
         assert list(csv.reader(io.StringIO(line))) == [["" if value is None else repr(value) if isinstance(value, float) else str(value)
                                                         for value in row]]
 
 
-def test_junit_from_compact_entries_is_junit_of_the_report(report_module):
-    """The callback's junit.xml (its entries spelled by _junit_fields) is render_junit of the same
-    report with its entries as dicts (what the filter's report holds)."""
-    aggregate, junit = report_module._aggregate, report_module._junit
-    entries = _varied_entries(aggregate)
-    report = {"run": {"started": "2026-11-22T00:00:00Z", "controller_hostname": "c"}, "rules": {"unstable_fails": True},
-              "hosts": {host: {"status": "ok"} for host in sorted({entry.host for entry in entries} | {"idle"})}}
-    writer = junit.JunitWriter(report, report_module._junit_fields)
-    for entry in entries:
-        writer.add(entry.host, entry)
-    written = io.StringIO()
-    writer.write(written.write)
-    as_dicts = dict(report, results=[aggregate.entry_dict(entry) for entry in entries])
-    assert written.getvalue() == junit.render_junit(as_dicts)
-    assert '<testsuite name="idle"' in written.getvalue()
-
-
-def test_the_callback_judges_its_spool_as_the_filter_judges_the_records(report_module):
-    """The callback judges from its spool (a place and the facts per record, never the record):
-    every entry is what build_report, the filter's judge, makes of the records themselves."""
-    aggregate = report_module._aggregate
+def _collected(records):
+    collection = _report.Collection(records)
     records_by_host, statuses = _varied_fleet()
-    spool = report_module.RecordSpool()
-    try:
-        facts_by_host = {host: [spool.add(record) for record in records] for host, records in records_by_host.items()}
-        sections, entries = aggregate.judge_report(facts_by_host, statuses, {}, settings=aggregate.make_settings())
-        report = aggregate.build_report(records_by_host, statuses, {}, settings=aggregate.make_settings())
-        assert sections == dict(report, results=[])
-        assert [aggregate.entry_fields(entry) for entry in entries] == [
-            {key: value for key, value in entry.items() if key != "record"} for entry in report["results"]]
-        found = [(entry.verdict, aggregate.entry_reason(entry)) for entry in entries]
-        assert ("not_measured", "dd rate 49.0 MB/s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
-                "parse again with direction=read, write or copy") in found
-    finally:
-        spool.close()
+    for host, status in statuses.items():
+        collection.host(host)
+        for problem in status["problems"]:
+            collection.mark(host, problem["status"], problem)
+    for host, host_records in records_by_host.items():
+        collection.add_records(host, host_records)
+    return collection
+
+
+def test_spooled_records_and_records_in_memory_give_the_same_files(tmp_path):
+    """The callback spools each record (its JSON text and facts, never the record); a merge keeps the records
+    as dicts: judged and written by the one pipeline, the files are the same, byte for byte."""
+    inputs = _report.Inputs(aggregate.make_settings(), "", None, None, [], None, None, [], [])
+    run = {"playbook": "p", "started": "2026-11-22T00:00:00Z"}
+    written = {}
+    for name, records in (("spool", _report.RecordSpool()), ("memory", _report.RecordsInMemory())):
+        judgement = _report.judge_and_write(_collected(records), inputs._replace(report_dir=str(tmp_path / name)), run)
+        records.close()
+        written[name] = {path.rsplit("/", 1)[-1]: open(path, "rb").read() for path in judgement.paths}
+    assert written["spool"] == written["memory"]
+    assert sorted(written["spool"]) == sorted(_report.REPORT_FILES)
+    report = json.loads(written["spool"]["report.json"])
+    records_by_host, _statuses = _varied_fleet()
+    assert sorted(json.dumps(entry["record"]) for entry in report["results"] if entry["record"] is not None) == sorted(
+        json.dumps(record) for records in records_by_host.values() for record in records)
+    found = [(entry["verdict"], entry["reason"]) for entry in report["results"]]
+    assert ("not_measured", "dd rate 49.0 MB/s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
+            "parse again with direction=read, write or copy") in found
+    # The filter's report is this report.json, read back (compared as JSON: a NaN figure is not equal to itself).
+    records_by_host, statuses = _varied_fleet()
+    assert json.dumps(aggregate.build_report(records_by_host, statuses, run)) == json.dumps(report)
