@@ -100,8 +100,8 @@ def main(argv=None) -> int:
         workdir = Path(temp)
         paths = record_sets(args.hosts, args.results_per_host, args.record_sets, workdir)
         sizes = sum(path.stat().st_size for path in paths)
-        print("%d hosts x %d results in %d record sets (%s bytes)" % (args.hosts, args.results_per_host, len(paths),
-                                                                     format(sizes, ",")))
+        print("%d hosts x %d results in %d record sets (%s bytes)"
+              % (args.hosts, args.results_per_host, len(paths), format(sizes, ",")))
         failed = False
         for repo in repos:
             head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,

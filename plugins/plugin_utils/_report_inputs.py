@@ -62,8 +62,8 @@ def read_baseline_file(path: str) -> Tuple[Any, List[str]]:
 def report_variables(variables: Mapping[str, Any], template: Callable[[Any], Any]) -> Dict[str, Any]:
     """The report's variables a play sets (each templated, as plain values), and the report store's baseline
     known on localhost (a fact the store role sets there)."""
-    names = [setting.variable for setting in _settings.SETTINGS] + [_settings.RULES_YAML_VARIABLE,
-                                                                     _settings.ACCEPTANCE_VARIABLE]
+    names = [setting.variable for setting in _settings.SETTINGS]
+    names += [_settings.RULES_YAML_VARIABLE, _settings.ACCEPTANCE_VARIABLE]
     found = {name: plain(template(variables[name])) for name in names if name in variables}
     localhost = (variables.get("hostvars") or {}).get("localhost") or {}
     if _settings.STORE_BASELINE_VARIABLE in localhost:

@@ -42,7 +42,7 @@ def judge(records_by_host, **settings):
 
 
 def noisy(rng, level, cv, repeats):
-    return [level * (1 + rng.gauss(0, cv)) for _ in range(repeats)]
+    return [level * (1 + rng.gauss(0, cv)) for _repeat in range(repeats)]
 
 
 def flagged(entries):
@@ -78,8 +78,8 @@ def test_a_disk_consistently_8_percent_below_tight_peers_is_flagged():
         repeats = rng.choice((2, 3, 5))
         # repeats within 1 %: uniform +-0.5 %, and the peers' own levels within +-0.5 % of each other
         fleet = {"n%02d" % index: [fio_record([LEVEL * (1 + rng.uniform(-0.005, 0.005)) * (1 + rng.uniform(-0.005, 0.005))
-                                               for _ in range(repeats)])] for index in range(hosts)}
-        fleet["slow"] = [fio_record([LEVEL * 0.92 * (1 + rng.uniform(-0.005, 0.005)) for _ in range(repeats)])]
+                                               for _repeat in range(repeats)])] for index in range(hosts)}
+        fleet["slow"] = [fio_record([LEVEL * 0.92 * (1 + rng.uniform(-0.005, 0.005)) for _repeat in range(repeats)])]
         entries = judge(fleet)
         if entries["slow"]["verdict"] != "outlier" or flagged(entries) != ["slow"]:
             missed.append((trial, flagged(entries), entries["slow"]["reason"]))

@@ -75,7 +75,7 @@ def test_verdict_to_testcase(verdict, child, failures, errors):
 
 def test_suite_per_host_sorted_with_properties_and_times():
     text = render(report(entry("b", "pass", seconds=2.5), entry("a", "pass"), entry("b", "outlier", seconds=1.0),
-                                     hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c": {"status": "unreachable"}}))
+                         hosts={"a": {"status": "ok"}, "b": {"status": "failed"}, "c": {"status": "unreachable"}}))
     root = parse(text)
     suites = root.findall("testsuite")
     assert [(suite.get("name"), suite.get("id"), suite.get("tests"), suite.get("time")) for suite in suites] == [
