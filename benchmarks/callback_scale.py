@@ -458,10 +458,10 @@ def build_ansible_objects(names):
     tasks = {
         "discover": task("diskproof.fleet.discover : Discover disks and resolve targets", "diskproof.fleet.disk_facts"),
         "quiesce": task("diskproof.fleet.quiesce : Quiesce the host", "diskproof.fleet.quiesce"),
-        "write": task("diskproof.fleet.benchmark : Run the write tests (they create the test files)", "diskproof.fleet.bench_facts",
+        "write": task("diskproof.fleet.benchmark : Run the write tests (they create the test files)", "diskproof.fleet.bench_run",
                       loop="{{ __benchmark_plan | selectattr('phase', 'equalto', 'write') }}"),
         "read": task("diskproof.fleet.benchmark : Run the read tests on the files just written (caches dropped first)",
-                     "diskproof.fleet.bench_facts", loop="{{ __benchmark_plan | selectattr('phase', 'equalto', 'read') }}"),
+                     "diskproof.fleet.bench_run", loop="{{ __benchmark_plan | selectattr('phase', 'equalto', 'read') }}"),
         "cleanup": task("diskproof.fleet.benchmark : Remove the test files this run created", "ansible.builtin.file",
                         loop="{{ __benchmark_write_results.results | default([]) | map(attribute='created', default=[]) | flatten }}"),
         "restore": task("diskproof.fleet.quiesce : Restore the services", "diskproof.fleet.quiesce"),

@@ -4,7 +4,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Does a long, quiet task survive an SSH idle limit, and what do keepalives and async cost?
 
-A module prints nothing until it ends (bench_facts returns its records at the end of a test), so during a long
+A module prints nothing until it ends (bench_run returns its records at the end of a test), so during a long
 test the task's SSH connection carries no bytes at all unless ssh sends keepalives. A stateful firewall or NAT
 that forgets idle connections then cuts it, and the task never returns.
 

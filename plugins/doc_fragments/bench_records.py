@@ -12,8 +12,9 @@ options:
   tool:
     description:
       - Which tool produced the output.
-      - V(auto) takes the tool from the basename of O(argv[0]) when it is C(dd), C(fio), C(sysbench),
-        C(bonnie++) or C(ioping), else recognises the output itself.
+      - V(auto) takes the tool from the basename of the command run (the first element of
+        O(diskproof.fleet.bench_run#module:argv)) when it is C(dd), C(fio), C(sysbench), C(bonnie++) or C(ioping),
+        else recognises the output itself.
       - V(bonnie) is bonnie++ (and C(bon_csv2txt) output).
     type: str
     choices: [auto, dd, fio, sysbench, bonnie, ioping]
@@ -24,8 +25,8 @@ options:
       - The module adds C(device), the whole-disk kernel name (V(sdb), V(nvme0n1), V(loop3)) of the block
         device holding C(path), unless the dict already has a C(device) key. C(device) is null when it cannot
         be known (no C(path), tmpfs, overlay, network filesystems).
-      - A raw target (C(kind=raw)) with a C(grant) (the discover role's, passed on by the plan) is checked right
-        before the job - the disks' serial, WWN, disk sequence number, size and loop identity read again from sysfs
+      - M(diskproof.fleet.bench_run) - a raw target (C(kind=raw)) with a C(grant) (the discover role's, passed on by
+        the plan) is checked right before the job - the disks' serial, WWN, disk sequence number, size and loop identity read again from sysfs
         and C(/dev/disk/by-id); for C(class=raw_write) also no mount (C(/proc/self/mountinfo)), partition, holder or
         signature (C(wipefs -n)), and the device is held open with C(O_EXCL) for the whole job. Anything changed
         fails the job before it runs, naming what changed.
@@ -36,8 +37,9 @@ options:
         names the tool, the command, the exit code and the tool's own error line; the records are still
         returned in RV(ansible_facts.diskproof_results).
       - With V(false) the task succeeds and the failure is only in the records.
-      - Failures of the job itself (a failing O(setup) command, a O(job_file) fio rejects, a write cache that cannot
-        be switched off or restored, an unusable O(workdir)) always fail the task.
+      - Failures of a job M(diskproof.fleet.bench_run) runs (a failing O(diskproof.fleet.bench_run#module:setup)
+        command, a O(diskproof.fleet.bench_run#module:job_file) fio rejects, a write cache that cannot be switched off
+        or restored, an unusable O(diskproof.fleet.bench_run#module:workdir)) always fail the task.
       - A failure naming C(No space left on device) (ENOSPC) on a directory target (O(target) C(path)) adds what it
         means and what to do to the message - the filesystem, its free space now, and that the space went after the
         plan checked it.
@@ -55,14 +57,14 @@ options:
     description:
       - Which rate a dd run measures; dd's own output does not say.
       - V(read) fills C(read_bytes_per_s), V(write) fills C(write_bytes_per_s), V(copy) fills both.
-      - When not set it is taken from the dd operands in O(argv) - C(of=/dev/null) is a read, C(if=/dev/zero) or
+      - When not set it is taken from the dd operands in O(diskproof.fleet.bench_run#module:argv) - C(of=/dev/null) is a read, C(if=/dev/zero) or
         C(if=/dev/urandom) is a write, file to file is a copy - else from the dd command a pasted shell transcript
         shows before each run's output (with a warning naming the line). A direction given here wins; when the
         transcript's command says otherwise, a warning names both.
       - When it is still unknown the dd rate is kept only as C(metrics.transfer_bytes_per_s), with a warning; the
         report shows it but does not judge it until the output is parsed again with this option.
       - For ioping, only when its output does not say it - the raw C(-B) line, and 0.x summaries without request
-        lines. Without it (and without C(-W) or C(-G) in O(argv)) ioping is taken to have read, with a warning.
+        lines. Without it (and without C(-W) or C(-G) in O(diskproof.fleet.bench_run#module:argv)) ioping is taken to have read, with a warning.
       - Ignored for fio, sysbench and bonnie++, which say which direction each figure is.
     type: str
     choices: [read, write, copy]

@@ -1,19 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The job options (module_utils/_run.py's run_options()): documented here once for bench_run, and for bench_facts,
-which takes them until 1.0.0 with each description replaced by a pointer to bench_run's."""
+"""The job options of bench_run (module_utils/_run.py's run_options()), documented beside the record options
+(bench_records) that bench_run shares with bench_facts."""
 from __future__ import annotations
-
-import yaml  # ansible-core's own dependency; doc fragments are read on the controller only
-
-
-def _pointers_to_bench_run(documentation: str) -> str:
-    """The same options (types, defaults, suboptions) with each description: deprecated, use bench_run's."""
-    options = yaml.safe_load(documentation)["options"]
-    for name, option in options.items():
-        option["description"] = ["Deprecated (removed in 1.0.0) - use O(diskproof.fleet.bench_run#module:%s)." % name]
-    return yaml.safe_dump({"options": options}, sort_keys=False, width=120)
 
 
 class ModuleDocFragment:
@@ -327,8 +317,3 @@ options:
         but another controller run is not this run's, and is not restored.
     type: dict
 """
-
-
-# bench_facts' deprecated copy, made from DOCUMENTATION. Set outside the class body, where ansible-test's yamllint
-# reads every assignment as a string literal; the fragment loader finds it as any class attribute.
-ModuleDocFragment.DEPRECATED = _pointers_to_bench_run(ModuleDocFragment.DOCUMENTATION)

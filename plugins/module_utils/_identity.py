@@ -8,7 +8,7 @@ put another disk, or a disk now in use, under the same name. So discover records
 every disk under the target and the runner reads it again from sysfs and /dev/disk/by-id:
 
     grant = make_grant("raw_write", "n01", target_record, disks, observe("loop3"))   # disk_facts
-    problems = verify_grant(grant, observe("loop3"), mountinfo_text, signatures)     # bench_facts
+    problems = verify_grant(grant, observe("loop3"), mountinfo_text, signatures)     # bench_run
 
 Identity: the serial and WWN (every spelling seen in sysfs and by-id links), the disk sequence
 number (/sys/block/X/diskseq: a new one at every attach, so re-enumeration shows even for a disk

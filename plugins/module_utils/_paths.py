@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Paths root writes through that nobody else can swap: pure helpers for bench_plan and bench_facts, and the rule
+"""Paths root writes through that nobody else can swap: pure helpers for bench_plan and bench_run, and the rule
 for a private directory (the quiesce state directory, the report store and its upload directory).
 
 The rule (docs/benchmarks.md, "Paths that can't be swapped"):

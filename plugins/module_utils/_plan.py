@@ -6,7 +6,7 @@
 Pure Python (no Ansible imports): the module ``diskproof.fleet.bench_plan`` gathers what the
 host looks like (free space, block sizes, memory) and calls ``build_plan``; pytest calls it
 directly. Every job carries its exact argv lists (never a shell string) or, for fio, the values
-the role's job-file template is rendered from, and the options ``diskproof.fleet.bench_facts``
+the role's job-file template is rendered from, and the options ``diskproof.fleet.bench_run``
 runs it with. docs/tests.md documents the catalog and the sizing rules below.
 
 Sizing rules:
@@ -938,7 +938,7 @@ def _tools_of(jobs: Sequence[Job]) -> List[str]:
 def _remove_test_files_after_last_use(jobs: List[Job]) -> Dict[int, str]:
     """Give the last job that reads or writes each test file a cleanup that removes it; job index -> test file.
 
-    Jobs run one after the other (the role loops over them in this order), and bench_facts always runs cleanup
+    Jobs run one after the other (the role loops over them in this order), and bench_run always runs cleanup
     after the job's runs, also after a failure: so the next target's files never sit next to this one's.
     """
     last: Dict[str, int] = {}

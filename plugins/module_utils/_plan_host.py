@@ -144,7 +144,7 @@ def allow_non_disk(module, index, target, default):
 def granted_class(classes, rdev):
     """(class, grant) the discover role granted the device node rdev (keys may be any path of the node).
 
-    A value is the grant discover made (a dict with class and the disks' identity, which bench_facts
+    A value is the grant discover made (a dict with class and the disks' identity, which bench_run
     checks again before each raw job) or, from callers that have no grant, just the class name."""
     found = {}
     for key, value in (classes or {}).items():
@@ -198,7 +198,7 @@ def raw_target_facts(module, index, target, identities, classes):
                              "discover role, which binds every grant to the disk" % (index, device), run_dirs=[])
     identity = dict(identities.get(os.path.normpath(device)) or {})
     if grant:
-        # The job's target carries the grant: bench_facts checks the disk against it right before each raw job.
+        # The job's target carries the grant: bench_run checks the disk against it right before each raw job.
         identity["grant"] = dict(grant, **{"class": mode if mode == "raw_read" else granted})
     return TargetFacts(
         path=device, kind="raw", device_path=os.path.realpath(device), device_size_bytes=sectors * _blockdev.SECTOR_BYTES,
@@ -247,7 +247,7 @@ def remove_leftovers(module, targets, run_ids):
 
 def create_run_dirs(module, run_dirs, lock_run_id="", creator="diskproof.fleet.bench_plan"):
     """Create each run directory under an O_NOFOLLOW descriptor of its (re-checked, resolved) target and
-    return {run_dir: {path, resolved, device, inode}}: the identity bench_facts re-verifies before each run."""
+    return {run_dir: {path, resolved, device, inode}}: the identity bench_run re-verifies before each run."""
     created = []
     records = {}
     trusted = _paths.trusted_uids()
@@ -283,7 +283,7 @@ def create_run_dirs(module, run_dirs, lock_run_id="", creator="diskproof.fleet.b
 
 
 def attach_run_dirs(plan, records):
-    """Each directory job gets the identity of its run directory (bench_facts option run_dir)."""
+    """Each directory job gets the identity of its run directory (bench_run option run_dir)."""
     plan["run_dir_identities"] = records
     for job in plan["jobs"]:
         test_file = (job.get("target") or {}).get("test_file")

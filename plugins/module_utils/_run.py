@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The job runner of bench_run (and of bench_facts' deprecated run options), without Ansible imports.
+"""The job runner of bench_run, without Ansible imports.
 
 ``run_task(module)`` is the task both modules call: option checks, then ``run_job`` - the ``Job``
 state machine (preflight checks, setup, measured runs or a sweep, cleanup, and the teardown that
@@ -340,7 +340,7 @@ LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 SETTLE_S = 0.3
 SETTLE_LIMIT_S = 5.0
 
-# The options of a run; bench_run's and (deprecated) bench_facts' argument specs both use them.
+# The options of a run (bench_run's argument spec, beside the record options it shares with bench_facts).
 _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     argv=dict(type="list", elements="str"),
     sweep=dict(type="list", elements="dict", options=dict(
@@ -389,7 +389,7 @@ def run_options() -> Dict[str, Dict[str, Any]]:
 
 
 def run_task(module: Any) -> Dict[str, Any]:
-    """The task of bench_run (and of bench_facts with argv or sweep): option checks, then the job; in check
+    """The task of bench_run: option checks, then the job; in check
     mode nothing is run. TaskFailed on any failure, after everything the job changed was undone."""
     params = module.params
     normalize_command_lists(params)

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Steady state of an SSD, from fio's ``steadystate`` object: the record's ``steady_state`` and its figures.
 
-Pure Python (no Ansible imports). ``bench_facts`` calls ``apply`` on each record of a job that ran with
+Pure Python (no Ansible imports). ``bench_run`` calls ``apply`` on each record of a job that ran with
 fio's ``steadystate=`` (the catalog's ``ssd_steady_rand_write`` / ``ssd_steady_rand_read``); the report
 judges ``steady_state.attained`` (verdict ``not_steady``). docs/tests.md explains the method.
 

@@ -16,9 +16,6 @@ description:
     understood and its units.
   - Read-only - nothing is run, written or changed on the host. M(diskproof.fleet.bench_run) runs the tools (the
     benchmark role's job runner) and parses their output the same way.
-  - The job options (O(argv), O(sweep), O(repeats), O(setup), O(write_cache), ...) are deprecated and will be removed
-    in 1.0.0; until then they still run the job, exactly as M(diskproof.fleet.bench_run) does, with a deprecation
-    warning.
   - dd rates are the byte count divided by the elapsed seconds of dd's summary line, never the rounded rate dd
     prints. GNU coreutils (any locale, decimal commas included), busybox (binary units), BSD/macOS and
     coreutils 5 output are understood; several runs in one text give one record each; C(status=progress)
@@ -52,7 +49,7 @@ options:
   content:
     description:
       - Raw output to parse (stdout and stderr of the tool as captured). Nothing is run.
-      - Exactly one of O(content) and O(src) is required (or, deprecated, one of O(argv) and O(sweep)).
+      - Exactly one of O(content) and O(src) is required.
     type: str
   src:
     description:
@@ -68,19 +65,11 @@ options:
     default: 67108864
 extends_documentation_fragment:
   - diskproof.fleet.bench_records
-  - diskproof.fleet.run_options.deprecated
   - diskproof.fleet.attributes
   - diskproof.fleet.attributes.facts
   - diskproof.fleet.attributes.facts_module
-attributes:
-  check_mode:
-    details:
-      - Parsing (O(content), O(src)) reads only; it works the same in check mode.
-      - With the deprecated O(argv) or O(sweep) nothing is run or created in check mode; an empty list of results is
-        returned.
 notes:
-  - Parsing is always C(changed=false). With the deprecated O(argv) or O(sweep) the job runs and the result is that of
-    M(diskproof.fleet.bench_run) (C(changed=true)).
+  - Parsing is always C(changed=false).
   - The C(device) of O(target) comes from Linux C(/sys); elsewhere it is null.
 seealso:
   - module: diskproof.fleet.bench_run
@@ -124,8 +113,6 @@ ansible_facts:
     diskproof_results:
       description:
         - One result record per dd run or fio job found in the output, in order (schema 1).
-        - With the deprecated O(argv) or O(sweep), the records M(diskproof.fleet.bench_run) returns (with its run
-          fields, empty in check mode).
         - Returned also when the task fails because the tool failed (O(fail_on_error)).
       returned: always
       type: list
@@ -148,8 +135,8 @@ ansible_facts:
           sample: dd
         tool_version:
           description:
-            - Version from the output (fio, sysbench banner, bonnie++ CSV or text table) or from C(<tool> --version)
-              (C(ioping -v)) after an O(argv) run; null when unknown.
+            - Version from the output (fio, sysbench banner, bonnie++ CSV or text table); null when the output does
+              not say.
           type: str
           returned: always
           sample: "9.1"
@@ -183,7 +170,6 @@ ansible_facts:
               seeks, the latencies are C(max) only (bonnie++ reports the worst latency of each test).
             - A direction the test did not exercise is null, and so is a figure the tool could not measure
               (bonnie++ C(+++++)).
-            - A O(sweep) record also has C(zcav), a list of C(offset_bytes) and C(read_bytes_per_s), one per step.
             - A dd record also has C(transfer_bytes_per_s), bytes / seconds whatever the direction (null when seconds
               is 0), so the figure is kept even when O(direction) is unknown.
           type: dict
@@ -211,30 +197,28 @@ ansible_facts:
           returned: always
           sample: 2.73932
         started:
-          description: ISO 8601 UTC time the module started the tool; null when parsing only.
+          description: Null - nothing was run (M(diskproof.fleet.bench_run) sets it).
           type: str
           returned: always
-          sample: "2026-11-22T00:00:00Z"
+          sample: null
         finished:
-          description: ISO 8601 UTC time the tool exited; null when parsing only.
+          description: Null - nothing was run.
           type: str
           returned: always
-          sample: "2026-11-22T00:00:03Z"
+          sample: null
         command:
-          description:
-            - O(argv) as given (with the temporary O(job_file) path appended); the first step's argv of a O(sweep);
-              null when parsing only.
+          description: Null - nothing was run.
           type: list
           elements: str
           returned: always
-          sample: [dd, if=/dev/zero, of=/srv/diskproof/d0/diskproof.testfile, bs=1048576, count=128, conv=fdatasync]
+          sample: null
         exit_code:
-          description: Exit code of the tool; null when parsing only.
+          description: Null - nothing was run.
           type: int
           returned: always
-          sample: 0
+          sample: null
         raw_sha256:
-          description: SHA-256 of the exact raw text parsed (stdout followed by stderr for O(argv) runs).
+          description: SHA-256 of the exact raw text parsed.
           type: str
           returned: always
           sample: 9f2c3c0c6d0f1bd0f0d4b0c3f1a1e9c0b1d3a2e5f4c6b7a8d9e0f1a2b3c4d5e6
@@ -257,11 +241,11 @@ ansible_facts:
           returned: always
           sample: null
 created:
-  description: Empty when parsing; with the deprecated O(creates), the test file the run created.
+  description: Always empty - nothing is created (kept so that both modules return the same keys).
   returned: always
   type: list
   elements: str
-  sample: [/srv/diskproof/d0/diskproof.testfile]
+  sample: []
 elapsed_s:
   description: Wall-clock seconds the module spent on the task.
   returned: always
@@ -272,37 +256,7 @@ elapsed_s:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.diskproof.fleet.plugins.module_utils import _results, _run
-
-# The job options (deprecated here: bench_run's) that mean nothing without argv or sweep.
-RUN_ONLY = ("max_repeats", "setup", "cleanup", "chdir", "workdir", "job_file", "cache_fence_bytes", "keep_raw",
-            "run_dir", "remove_on_cancel", "remove_when_done", "lock_controller")
-DEPRECATION = ("bench_facts runs jobs (argv, sweep and the other job options) only until 1.0.0: "
-               "use diskproof.fleet.bench_run, which takes the same options and returns the same records")
-
-
-def reject_run_options(params):
-    """Parsing: the job options given without argv or sweep are a mistake, not something to ignore."""
-    given = [name for name in RUN_ONLY if params[name] is not None]
-    if params["repeats"] != 1:
-        given.append("repeats")
-    if params["write_cache"] != "unchanged":
-        given.append("write_cache")
-    if params["restore_when_done"]:
-        given.append("restore_when_done")
-    if given:
-        raise _results.TaskFailed("%s only with argv or sweep (they are about running commands)" % ", ".join(given),
-                                  created=[])
-
-
-def task(module):
-    params = module.params
-    if params["argv"] is not None or params["sweep"] is not None:
-        module.deprecate(DEPRECATION, version="1.0.0", collection_name="diskproof.fleet")
-        return _run.run_task(module)
-    _run.normalize_command_lists(params)   # a malformed setup/cleanup is named first, as before the split
-    reject_run_options(params)
-    return _results.parse_only(params)
+from ansible_collections.diskproof.fleet.plugins.module_utils import _results
 
 
 def main():
@@ -313,16 +267,12 @@ def main():
             content=dict(type="str"),
             src=dict(type="path"),
             src_max_bytes=dict(type="int", default=67108864),
-            **_run.run_options()
         ),
-        mutually_exclusive=[("content", "src", "argv", "sweep")],
-        required_one_of=[("content", "src", "argv", "sweep")],
-        required_if=[("drop_caches", True, ("argv", "sweep"), True), ("device_io", True, ("argv", "sweep"), True)]
-        + _run.RUN_REQUIRED_IF,
-        required_by=_run.RUN_REQUIRED_BY,
+        mutually_exclusive=[("content", "src")],
+        required_one_of=[("content", "src")],
         supports_check_mode=True,
     )
-    _results.finish(module, started, lambda: task(module))
+    _results.finish(module, started, lambda: _results.parse_only(module.params))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Looks at the host (memory, and for every target directory its free space, filesystem size, whole-disk device and
     the device's logical and physical block size; for every raw device target its size and block sizes) and builds the
-    ordered list of jobs the role C(diskproof.fleet.benchmark) runs with M(diskproof.fleet.bench_facts). The catalog, profiles and sizing rules are
+    ordered list of jobs the role C(diskproof.fleet.benchmark) runs with M(diskproof.fleet.bench_run). The catalog, profiles and sizing rules are
     in C(docs/tests.md).
   - Buffered tests use a test file of 2 x the memory figure (or 2 x O(cache_fence_bytes) when that is smaller),
     rounded up to whole blocks. Direct-I/O block sizes must be multiples of each device's logical block size; a
@@ -38,7 +38,7 @@ description:
     by the same rule. Otherwise the plan is refused naming the path, its owner and mode.
   - The run directory is created with C(mkdir) relative to a descriptor of the resolved target opened from C(/)
     with C(O_NOFOLLOW), checked by C(fstat), and its identity (device, inode) is returned in every job as C(run_dir)
-    for M(diskproof.fleet.bench_facts) to re-verify before each tool run (C(docs/tests.md)).
+    for M(diskproof.fleet.bench_run) to re-verify before each tool run (C(docs/tests.md)).
   - The note names the run, the host and O(lock_run_id). A run that restored an aborted run of this host first
     removes that run's run directories (O(remove_leftovers_of)) before it reads the free space.
 author:
@@ -171,7 +171,7 @@ options:
         C(class), V(raw_read) or V(raw_write), and the identity of the disks it was made for); the benchmark role fills
         it from the entries with C(granted) true only. A key matches a device target naming the same device node by any
         path (C(/dev/sdb), C(/dev/disk/by-id/...)). The grant goes into every job's C(target.grant), and
-        M(diskproof.fleet.bench_facts) checks the disk against it right before each raw job.
+        M(diskproof.fleet.bench_run) checks the disk against it right before each raw job.
       - A value may also be just the class name; a V(raw_write) target then is refused (no identity to check).
       - A device target without a class here is refused; a target with C(mode=raw_read) runs as V(raw_read) even when
         V(raw_write) was granted; C(mode=raw_write) with only V(raw_read) granted is refused.
@@ -277,7 +277,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan - C(jobs) (each with its argv or fio job values and bench_facts options), C(run_dirs), C(tests),
+  description: The plan - C(jobs) (each with its argv or fio job values and bench_run options), C(run_dirs), C(tests),
     C(test_file_bytes), C(cache_basis_bytes), C(repeats), C(max_repeats), C(fio_runtime_s), C(space) per directory
     target (C(needed_bytes) - its own fullest moment, C(free_bytes), C(reserve_bytes), C(filesystem)), C(filesystems)
     per filesystem (C(mount_point), C(device), C(targets), C(peak_bytes), C(peak_job), C(free_bytes), C(size_bytes),

@@ -27,8 +27,6 @@ description:
   - Anything the parser cannot read exactly fails the task with a message naming the tool, what was expected and
     the offending line (a failed run whose output cannot be read gives an error record instead). No figure is
     guessed.
-  - Until 1.0.0 M(diskproof.fleet.bench_facts) still runs jobs with the same options (deprecated); both call the
-    same runner.
 author:
   - diskproof maintainers (@diskproof)
 extends_documentation_fragment:

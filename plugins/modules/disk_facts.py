@@ -522,7 +522,7 @@ ansible_facts:
               (O(host)), C(device), C(device_path) and C(disks), each disk with C(name), C(maj_min), C(serial), C(wwn),
               C(size_sectors), C(diskseq) (C(/sys/block/<disk>/diskseq), new at every attach) and C(loop) (the loop
               identity - C(backing_file), C(st_dev), C(st_ino) of the backing file - null for other disks).
-            - The benchmark runner (M(diskproof.fleet.bench_facts)) reads all of it again right before each raw job
+            - The benchmark runner (M(diskproof.fleet.bench_run)) reads all of it again right before each raw job
               and refuses the job when anything changed, or, for V(raw_write), when the disk is now mounted,
               partitioned, held or carries a signature. Null for other targets.
           type: dict

@@ -186,7 +186,7 @@ options:
     description:
       - Seconds after which this run's lock counts as abandoned when nobody can tell whether the run is alive (a lock
         taken from another controller). Recorded in the lock as C(lease_s). A re-entrant O(state=quiesced) call and
-        every benchmark step of the run (M(diskproof.fleet.bench_facts) with C(lock_run_id)) renew it, and the lock
+        every benchmark step of the run (M(diskproof.fleet.bench_run) with C(lock_run_id)) renew it, and the lock
         counts as held while such a step runs, so it must only exceed the longest gap between two steps.
     type: int
     default: 43200

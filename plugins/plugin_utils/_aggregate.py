@@ -122,7 +122,7 @@ NOTE_SAMPLES_IGNORED = "samples ignored: not a list of numbers"
 NOTE_NOT_A_DISK = ("not a disk (%s): compared only with other %s targets; acceptance rules and baseline are for "
                    "disks and were not applied")
 REASON_NO_FIGURE = "record has no throughput or IOPS figure"
-# A dd rate kept without a direction (bench_facts could not tell read from write): shown, not judged.
+# A dd rate kept without a direction (the parser could not tell read from write): shown, not judged.
 REASON_NO_DIRECTION = ("dd rate %s of unknown direction (metrics.transfer_bytes_per_s) is not judged: "
                        "parse again with direction=read, write or copy")
 

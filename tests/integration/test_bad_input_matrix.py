@@ -59,7 +59,7 @@ pytestmark = needs_root
 # Valid settings every case host starts from: the quick profile cut down so that a host that is NOT
 # refused finishes in seconds (and the control measures), 1 s idle window, lab disks are 64 MiB.
 COMMON = {
-    "benchmark_profile": "quick",
+    "diskproof_profile": "quick",
     "benchmark_repeats": 1,
     "benchmark_max_repeats": 1,
     "benchmark_fio_runtime_s": 1,
@@ -113,8 +113,8 @@ HOST_CASES: List[Tuple[str, str, Dict[str, Any], List[str], List[str]]] = [
     # tests and profiles
     ("unknown-test", "fs", {"benchmark_tests": ["dd_seq_write", "dd_seq_wrte"]}, [],
      ["unknown test id(s) 'dd_seq_wrte'; known tests: dd_seq_write,"]),
-    ("unknown-profile", "fs", {"benchmark_profile": "fast"}, [],
-     ["benchmark_profile must be one of: quick, standard, evidence, full"]),
+    ("unknown-profile", "fs", {"diskproof_profile": "fast"}, [],
+     ["diskproof_profile must be one of: quick, standard, evidence, full"]),
     ("unknown-write-cache-setting", "fs", {"benchmark_commit_write_cache": "disabled"}, [],
      ["benchmark_commit_write_cache must be one of: unchanged, off"]),
     ("write-test-on-raw-read-device", "raw", {"diskproof_targets": [{"device": "{device}", "mode": "raw_read"}],

@@ -82,7 +82,7 @@ def test_check_mode_prints_the_plan_and_changes_nothing(bcat, tmp_path):
 
 def test_quick_profile_is_repeated_fenced_proven_and_cleaned_up(bcat, tmp_path):
     before = disk_state(bcat)
-    rc, output, report = playbook(REPO / "playbooks" / "validate.yml", tmp_path, "benchmark_profile=quick",
+    rc, output, report = playbook(REPO / "playbooks" / "validate.yml", tmp_path, "diskproof_profile=quick",
                                   "benchmark_fio_runtime_s=4")
     assert rc == 0, output[-3000:]
     records = {entry["test"]: entry["record"] for entry in report["results"]}

@@ -95,7 +95,7 @@ def test_steady_state_profile_reports_the_steady_figure_and_not_steady_for_a_dri
     d0, d1 = ssdss["devices"]
     report_dir = tmp_path / "report"
     rc, output, report = playbook(INVENTORY, VALIDATE, report_dir, raw_write(
-        ssdss, [d0, d1], benchmark_profile="ssd_steady_state", benchmark_ssd_steady_window_s=8,
+        ssdss, [d0, d1], diskproof_profile="ssd_steady_state", benchmark_ssd_steady_window_s=8,
         benchmark_ssd_steady_ramp_s=2, benchmark_ssd_steady_time_limit_s=24))
     assert rc == 0, output[-3000:]
     # Progress: every part of the preconditioning is a loop item of its own, printed as it finishes.

@@ -594,7 +594,7 @@ def _shown(argv: List[str]) -> str:
 
 def resolve_direction(run: DdRun, stated: Optional[str] = None,
                       argv: Optional[List[str]] = None) -> Tuple[Optional[str], List[str]]:
-    """(direction, warnings) of one run: a stated direction wins, then the command bench_facts ran (argv),
+    """(direction, warnings) of one run: a stated direction wins, then the command bench_run ran (argv),
     then the command the text shows before the run. A contradiction with the text is a warning naming both;
     a direction read from the text alone is a warning saying so (the record shows where it came from)."""
     shown = direction_from_argv(run.command) if run.command else None

@@ -3,7 +3,7 @@
 """Parsed benchmark tool output (dd, fio, sysbench, bonnie++, ioping; one module each in this
 package) mapped to result records (schema 1).
 
-No Ansible imports: bench_facts calls parse_output() and make_record(); everything here is
+No Ansible imports: bench_facts and bench_run call parse_output() and make_record(); everything here is
 reachable from pytest without Ansible. The one exception raised is errors.ParseError.
 
     tool, results = parse_output(text, tool="auto", direction=None, argv=None)
@@ -91,7 +91,7 @@ def fio_result(job: fio.FioJob) -> Dict[str, Any]:
         result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
     metrics["fsyncs_per_s"] = job.fsyncs_per_s
     if job.steadystate is not None:
-        # Not a record field as it is: bench_facts turns it into the record's steady_state (module_utils/_steady.py).
+        # Not a record field as it is: bench_run turns it into the record's steady_state (module_utils/_steady.py).
         result["steadystate"] = job.steadystate
     return result
 

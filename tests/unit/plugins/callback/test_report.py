@@ -26,7 +26,7 @@ RAND_BLOCK_SIZE = 4096
 
 def make_record(test, path, device, *, tool, block_size, seconds, bytes_moved, read_bytes_per_s=None, write_bytes_per_s=None,
                 read_iops=None, write_iops=None, error=None):
-    """A schema 1 result record, as diskproof.fleet.bench_facts returns it."""
+    """A schema 1 result record, as diskproof.fleet.bench_run returns it."""
     return {
         "schema": 1,
         "test": test,

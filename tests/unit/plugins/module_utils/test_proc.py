@@ -44,7 +44,7 @@ def pids_in(path, count, timeout=10.0):
 
 
 class Alarm(Exception):
-    """What a signal handler raises in the module (bench_facts raises Interrupted)."""
+    """What a signal handler raises in the module (bench_run raises Interrupted)."""
 
 
 @pytest.fixture

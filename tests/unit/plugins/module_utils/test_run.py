@@ -469,7 +469,7 @@ def _dead_pid():
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.isfile("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
                     reason="needs root and the cgroup v1 memory controller")
 def test_remove_stale_fences_removes_a_real_dead_modules_cgroup_and_keeps_a_live_one():
-    """Real memory cgroups beside this process's own (where bench_facts puts its fence): the one named after a
+    """Real memory cgroups beside this process's own (where bench_run puts its fence): the one named after a
     pid that has ended goes, the one named after this live process stays, one holding a process stays."""
     layout = _fence.plan_fence(os.getpid(), "probe")
     home = layout.home

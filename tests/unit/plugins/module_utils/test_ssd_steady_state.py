@@ -77,7 +77,7 @@ PARAMS = {"block_size": 4096, "steadystate": "iops:20%", "runtime_s": 60, "ss_wi
 
 
 def steady_record(name, params=None):
-    """The record bench_facts makes of a capture: make_record, then _steady.apply (as run_measured does)."""
+    """The record bench_run makes of a capture: make_record, then _steady.apply (as run_measured does)."""
     _tool, (result,) = parse_output(text(name), "fio")
     record = make_record(result, test="ssd_steady_rand_write", params=dict(params or PARAMS))
     _steady.apply(record, result["steadystate"])
@@ -223,7 +223,7 @@ def test_only_raw_write_devices_run_them():
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
 def test_job_files_render_from_the_role_template_and_pass_fio_parse_only(tmp_path):
-    """The real template, rendered as the role does, checked by the real fio (as bench_facts does before a run)."""
+    """The real template, rendered as the role does, checked by the real fio (as bench_run does before a run)."""
     plan = build_plan([raw()], settings(ssd_purge=True))
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), keep_trailing_newline=True)
     template = environment.get_template(TEMPLATE.name)
@@ -250,7 +250,7 @@ OK = {"status": "ok", "problems": []}
 
 def test_not_steady_is_a_failing_verdict_above_slow_and_says_why():
     assert agg.VERDICTS.index("invalid") < agg.VERDICTS.index("not_steady") < agg.VERDICTS.index("slow")
-    assert "not_steady" in agg.FAILING_VERDICTS and "not_steady" in render.VERDICT_ORDER
+    assert "not_steady" in agg.FAILING_VERDICTS and "not_steady" in render._VERDICT_CLASS
     unsteady = steady_record("fio333-steadystate-unsteady-not-attained.json")
     rules = {"rules": [{"name": "datasheet", "match": {"test": "ssd_steady_*"},
                         "datasheet": {"write_iops": 1000, "min_percent": 90}}]}
@@ -283,16 +283,17 @@ def test_report_html_draws_one_steady_chart_per_steady_record():
     unsteady = steady_record("fio333-steadystate-unsteady-not-attained.json")
     unsteady["target"] = {"path": "/dev/loop2", "device": "loop2"}
     plain = make_record(parse_output(text("fio333-randread-4k-qd32.json"), "fio")[1][0], test="fio_rand_read")
-    report = json.loads(json.dumps(agg.build_report({"h1": [steady, unsteady, plain]}, {"h1": OK}, {})))
-    page = render.render_html(copy.deepcopy(report))
+    records = [steady, unsteady, plain]
+    report, entries = agg.judge_report({"h1": [(record, agg.record_facts(record)) for record in records]}, {"h1": OK}, {},
+                                       settings=agg.make_settings())
+    page = render.render_html(report, entries)
     assert page.count('class="chart steady-chart"') == 2
     assert "ssd_steady_rand_write on h1 loop2: not_steady: steady state NOT attained, window mean 407 IOPS" in page
     assert "steady state attained, window mean 150 IOPS" in page
     # ten samples each, a point per second with its value; the criterion's band around the mean
     assert page.count("<title>second ") == 20 and "<title>second 2: 519 IOPS</title>" in page
     assert page.count('<rect class="ss-band"') == 2
-    report["results"] = [entry for entry in report["results"] if entry["test"] == "fio_rand_read"]
-    assert "steady-chart" not in render.render_html(report)
+    assert "steady-chart" not in render.render_html(report, [entry for entry in entries if entry.test == "fio_rand_read"])
 
 
 # --- the evidence option and the bundle README ----------------------------------------------------------

@@ -1,5 +1,5 @@
 """bench_facts: parse-only end to end through AnsibleModule (no mocks of the parsers): read-only, nothing
-run or written; its deprecated job options still run the job (bench_run's tests cover the runs)."""
+run or written; it takes no job option (bench_run runs jobs)."""
 from __future__ import annotations
 
 import hashlib
@@ -31,9 +31,6 @@ def fixture_path(*parts):
 
 
 def run_module(capsys, **args):
-    # These tests run commands on this machine's shared disk, where other tests write at the same time: no wait
-    # for an idle disk before each run (settle_s, tested in test_bench_run_settle.py).
-    args.setdefault("settle_s", 0)
     return run_main(bench_facts, capsys, args)
 
 
@@ -141,11 +138,8 @@ def test_fail_on_error_false_keeps_the_failure_in_the_record_only(capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": "x", "src": "/x"}, "parameters are mutually exclusive: content|src|argv|sweep"),
-        ({}, "one of the following is required: content, src, argv, sweep"),
-        ({"content": "x", "drop_caches": True}, "drop_caches is True but any of the following are missing: argv, sweep"),
-        ({"content": "x", "device_io": True}, "device_io is True but any of the following are missing: argv, sweep"),
-        ({"src": "/x", "creates": "/y"}, "missing parameter(s) required by 'creates': argv"),
+        ({"content": "x", "src": "/x"}, "parameters are mutually exclusive: content|src"),
+        ({}, "one of the following is required: content, src"),
         ({"src": "/nonexistent/diskproof.log"}, "cannot read src=/nonexistent/diskproof.log"),
     ],
 )
@@ -221,24 +215,13 @@ def test_src_max_bytes_must_be_positive(capsys):
     assert result["msg"] == "src_max_bytes must be 1 or more, got 0"
 
 
-def test_job_file_needs_argv(capsys):
-    code, result = run_module(capsys, content="x", job_file="[job]\n")
+@pytest.mark.parametrize("option", [{"argv": ["dd"]}, {"sweep": []}, {"repeats": 2}, {"setup": [["true"]]},
+                                    {"job_file": "[job]\n"}, {"drop_caches": True}, {"write_cache": "off"}])
+def test_job_options_are_bench_run_s(capsys, option):
+    """bench_facts parses; running a job is bench_run's, whose options it does not take."""
+    code, result = run_module(capsys, content="x", **option)
     assert code == 1
-    assert "missing parameter(s) required by 'job_file': argv" in result["msg"]
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({"content": "x", "repeats": 2}, "repeats only with argv or sweep"),
-        ({"content": "x", "setup": [["true"]], "write_cache": "off", "state_dir": "/nonexistent"},
-         "setup, write_cache only with argv or sweep"),
-    ],
-)
-def test_job_options_without_argv_are_refused(capsys, args, message):
-    code, result = run_module(capsys, **args)
-    assert code == 1
-    assert message in result["msg"]
+    assert "Unsupported parameters for (" in result["msg"] and sorted(option)[0] in result["msg"]
 
 
 def test_elapsed_s_when_parsing_only(capsys):
@@ -289,60 +272,3 @@ def test_parsing_runs_nothing_and_writes_nothing(capsys, tmp_path, monkeypatch):
     assert (result["changed"], result["created"], again["changed"]) == (False, [], False)
     assert records(result)[0]["bytes"] == records(again)[0]["bytes"] == 134217728
     assert not result.get("deprecations")
-
-
-# ---------------------------------------------------------------------------------------------- deprecated job options
-
-
-def deprecations(result):
-    """(msg, version, collection) of each deprecation (ansible-core 2.19 nests msg in an event)."""
-    found = []
-    for item in result.get("deprecations", []):
-        msg = item["event"]["msg"] if "event" in item else item["msg"]
-        collection = item.get("collection_name") or (item.get("deprecator") or {}).get("resolved_name")
-        found.append((msg, item.get("version"), collection))
-    return found
-
-
-@pytest.fixture
-def no_earlier_deprecations():
-    """Deprecations collect in a process-wide dict: start from none."""
-    from ansible.module_utils.common import warnings
-
-    warnings._global_deprecations.clear()
-    yield
-    warnings._global_deprecations.clear()
-
-
-@needs_dd
-def test_argv_still_runs_the_job_with_a_deprecation(capsys, tmp_path, no_earlier_deprecations):
-    out = tmp_path / "diskproof.testfile"
-    argv = ["dd", "if=/dev/zero", "of=%s" % out, "bs=4096", "count=4"]
-    code, result = run_module(capsys, argv=argv, direction="write", test="dd_seq_write", creates=str(out),
-                              device_io=False)
-    assert code == 0, result
-    assert (result["changed"], result["created"]) == (True, [str(out)])
-    assert out.stat().st_size == 16384
-    (record,) = records(result)
-    assert (record["command"], record["exit_code"], record["bytes"]) == (argv, 0, 16384)
-    assert ISO_UTC.match(record["started"])
-    assert record["samples"] == [record["metrics"]["write_bytes_per_s"]]   # bench_run's run fields
-    ((msg, version, collection),) = deprecations(result)
-    assert "use diskproof.fleet.bench_run" in msg
-    assert (version, collection) == ("1.0.0", "diskproof.fleet")
-
-
-def test_a_failing_deprecated_run_carries_the_deprecation_too(capsys, tmp_path, no_earlier_deprecations):
-    code, result = run_module(capsys, argv=["/nonexistent/diskproof-tool"], creates=str(tmp_path / "f"))
-    assert code == 1
-    assert "/nonexistent/diskproof-tool not found in PATH" in result["msg"]
-    ((msg, version, _collection),) = deprecations(result)
-    assert "use diskproof.fleet.bench_run" in msg and version == "1.0.0"
-
-
-def test_deprecated_argv_in_check_mode_runs_nothing(capsys, tmp_path, no_earlier_deprecations):
-    out = tmp_path / "never-written"
-    code, result = run_module(capsys, argv=["dd", "if=/dev/zero", "of=%s" % out, "count=1"], _ansible_check_mode=True)
-    assert (code, result["changed"], records(result)) == (0, False, [])
-    assert not out.exists()
-    assert len(deprecations(result)) == 1

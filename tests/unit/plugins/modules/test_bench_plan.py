@@ -278,7 +278,7 @@ def test_mode_raw_read_wins_over_a_granted_raw_write_and_raw_write_needs_the_gra
     code, result = run_module(capsys, check_mode=True, targets=[{"device": loop_device, "mode": "raw_write"}],
                               profile="quick", memory_bytes=16 * MIB, classes={loop_device: grant})
     assert code == 0 and result["plan"]["tests"] == ["dd_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"]
-    # Every job carries the grant to bench_facts, which checks the disk against it before running.
+    # Every job carries the grant to bench_run, which checks the disk against it before running.
     assert all(job["target"]["grant"] == grant for job in result["plan"]["jobs"])
 
 

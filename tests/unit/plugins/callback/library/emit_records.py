@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Test-only module: returns its input as ansible_facts.diskproof_results, like bench_facts does."""
+"""Test-only module: returns its input as ansible_facts.diskproof_results, like bench_run does."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""
