@@ -30,121 +30,8 @@ description:
 requirements:
   - enable in configuration, for example C(callbacks_enabled = diskproof.fleet.report) in the
     C([defaults]) section of C(ansible.cfg).
-options:
-  report_dir:
-    description:
-      - Directory that receives C(report.json), C(results.csv), C(junit.xml), C(report.md) and C(report.html);
-        created when missing.
-      - A relative path is relative to the current directory, or to the directory of the
-        configuration file when set there.
-      - Variable C(diskproof_report_dir).
-    type: path
-    default: ./diskproof-report
-    env:
-      - name: DISKPROOF_REPORT_DIR
-    ini:
-      - section: diskproof_report
-        key: report_dir
-  outlier_fraction:
-    description:
-      - A record whose primary metric is more than this fraction below its group median is an
-        C(outlier). Between 0 and 1, exclusive.
-      - Variable C(diskproof_outlier_percent) (a percentage, e.g. 15).
-    type: float
-    default: 0.15
-    env:
-      - name: DISKPROOF_OUTLIER_FRACTION
-    ini:
-      - section: diskproof_report
-        key: outlier_fraction
-  peer_group:
-    description:
-      - How records are grouped for the median. V(identity) compares a disk with disks of the same
-        model, firmware and capacity running the same test (test and rotational when the model is
-        unknown, as for VMs and loop devices); V(test) compares every record of a test.
-      - Variable C(diskproof_peer_group).
-    type: str
-    choices: [identity, test]
-    default: identity
-    env:
-      - name: DISKPROOF_PEER_GROUP
-    ini:
-      - section: diskproof_report
-        key: peer_group
-  max_cv:
-    description:
-      - A record whose repeat C(samples) have a coefficient of variation (sample standard deviation
-        over mean) above this is C(unstable). Between 0 and 1, exclusive.
-      - Variable C(diskproof_max_cv_percent) (a percentage, e.g. 5).
-    type: float
-    default: 0.05
-    env:
-      - name: DISKPROOF_MAX_CV
-    ini:
-      - section: diskproof_report
-        key: max_cv
-  regression_fraction:
-    description:
-      - A record more than this fraction below the baseline value for the same disk (serial, else
-        WWN) and test is C(regressed). Between 0 and 1, exclusive. Needs O(baseline_file).
-      - Variable C(diskproof_regression_percent) (a percentage, e.g. 10).
-    type: float
-    default: 0.10
-    env:
-      - name: DISKPROOF_REGRESSION_FRACTION
-    ini:
-      - section: diskproof_report
-        key: regression_fraction
-  robust_z_min_deviation:
-    description:
-      - A robust z-score below -3.5 makes a record an C(outlier) only when it is also at least this
-        fraction below its group median (so a very tight group does not flag a 1% difference).
-        From 0 to 1, 1 excluded.
-      - Variable C(diskproof_outlier_z_min_percent) (a percentage, e.g. 5).
-    type: float
-    default: 0.05
-    env:
-      - name: DISKPROOF_ROBUST_Z_MIN_DEVIATION
-    ini:
-      - section: diskproof_report
-        key: robust_z_min_deviation
-  unstable_fails:
-    description:
-      - Whether an C(unstable) result (repeats vary more than O(max_cv)) fails the run
-        (C(summary.passed) false, a junit failure, acceptance.yml's job red). A figure that moved
-        by more than O(max_cv) between repeats cannot be trusted to pass, so it fails by default;
-        set false where a site accepts noisy disks and only wants them listed.
-      - Variable C(diskproof_unstable_fails).
-    type: bool
-    default: true
-    env:
-      - name: DISKPROOF_UNSTABLE_FAILS
-    ini:
-      - section: diskproof_report
-        key: unstable_fails
-  rules_file:
-    description:
-      - YAML file of acceptance rules (C(rules:) list; see docs/report.md). When set it is used
-        instead of the play variable C(diskproof_acceptance); inline rules in the variable
-        C(diskproof_rules_yaml) (a survey textarea) win over both.
-      - Variable C(diskproof_rules_file).
-    type: path
-    env:
-      - name: DISKPROOF_RULES_FILE
-    ini:
-      - section: diskproof_report
-        key: rules_file
-  baseline_file:
-    description:
-      - A previous C(report.json) to judge regressions against.
-      - Variable C(diskproof_baseline_file). When neither is set and the report store
-        (C(diskproof_report_store)) holds a passing run, its C(last-pass/report.json) is the baseline.
-    type: path
-    env:
-      - name: DISKPROOF_BASELINE_FILE
-    ini:
-      - section: diskproof_report
-        key: baseline_file
+extends_documentation_fragment:
+  - diskproof.fleet.report_settings
 """
 
 EXAMPLES = r"""
@@ -154,7 +41,7 @@ EXAMPLES = r"""
 #
 # [diskproof_report]
 # report_dir = ./diskproof-report
-# outlier_fraction = 0.15
+# outlier_fraction = 0.20
 # rules_file = acceptance.yml
 # baseline_file = ./last-month/report.json
 #

@@ -8,10 +8,12 @@ Host code (the runner, evidence) needs these to decide about a record before it 
 the controller's judge (plugins/plugin_utils/_aggregate.py) applies the same rules to the fleet.
 This is the only piece of the judge that ships to hosts: stdlib only, no Ansible imports.
 
-- ``primary_metric``: IOPS when an IOPS figure exists and the test is random access (a word of
-  the test id starts with "rand", or ``params.rw``/``params.readwrite`` is a fio random pattern)
-  or ``params.block_size`` is at most 64 KiB; otherwise bytes per second; a record that measured
-  both directions is judged on their sum.
+- ``primary_metric``: what ``params.judged_on`` declares (the test catalog's, module_utils/_plan.py, which
+  the plan puts in every job's params) when the record has that figure. A record without the declaration
+  (output parsed by bench_facts, a test of your own, a record from before the catalog declared it):
+  IOPS when an IOPS figure exists and the test is random access (a word of the test id starts with
+  "rand", or ``params.rw``/``params.readwrite`` is a fio random pattern) or ``params.block_size`` is at
+  most 64 KiB; otherwise bytes per second. A record that measured both directions is judged on their sum.
 - ``cache_bypass``: the block-device counters must account for ``CACHE_BYPASS_MIN_FRACTION`` of
   the bytes the tool says it moved.
 - ``coefficient_of_variation``: sample standard deviation over mean of the repeats.
@@ -115,6 +117,11 @@ def is_random_access(record: Mapping[str, Any]) -> bool:
 def primary_of(test: Any, params: Mapping[str, Any], bytes_per_s: Optional[float],
                iops: Optional[float]) -> Optional[Tuple[str, float]]:
     """(metric name, value) of ``primary_metric`` from a record's parts, None when it has no figure."""
+    declared = params.get("judged_on")
+    if declared == METRIC_IOPS and iops is not None:
+        return METRIC_IOPS, iops
+    if declared == METRIC_BYTES_PER_S and bytes_per_s is not None:
+        return METRIC_BYTES_PER_S, bytes_per_s
     if iops is not None and (_random_test_id(test) or _random_params(params) or _small_block(params)):
         return METRIC_IOPS, iops
     if bytes_per_s is not None:
@@ -127,9 +134,9 @@ def primary_of(test: Any, params: Mapping[str, Any], bytes_per_s: Optional[float
 def primary_metric(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """The figure a record is judged on: ``{"name": "iops" | "bytes_per_s", "value": float}``.
 
-    IOPS when the record has an IOPS figure and is random access or small-block (<= 64 KiB);
-    otherwise bytes per second; IOPS as a last resort when that is all there is; None when the
-    record has neither.
+    What ``params.judged_on`` declares, when the record has that figure; else IOPS when the record has
+    an IOPS figure and is random access or small-block (<= 64 KiB); otherwise bytes per second; IOPS
+    as a last resort when that is all there is; None when the record has neither.
     """
     params = mapping_or_empty(record.get("params"))
     found = primary_of(record.get("test"), params, bytes_per_s_of(record), iops_of(record))

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._filesystems import KIND_MEMORY, FilesystemFacts, allowed_warning, refusal_message
+from ._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
 from ._sizing import (
     RESERVE_FRACTION, RESERVE_MIN_BYTES, SizingError, buffered_test_size, check_direct_block_size, check_free_space,
     evenly_spaced_offsets, round_up,
@@ -73,54 +74,84 @@ class PlanError(ValueError):
     """Inputs that cannot produce a safe, trustworthy plan; the message says what to fix."""
 
 
+# The plan's block sizes (Settings fields) a test's commands use.
+SEQUENTIAL, RANDOM, COMMIT, SYSBENCH = "sequential_block_size", "random_block_size", "commit_block_size", "sysbench_block_size"
+
+
+@dataclass(frozen=True)
+class FioJob:
+    """A test that is one fio job of the role's template, built from these values alone (``_fio``)."""
+
+    rw: str                                  # fio rw=
+    block: str                               # which of the plan's block sizes: SEQUENTIAL, RANDOM or COMMIT
+    iodepth: int
+    values: Tuple[Tuple[str, Any], ...] = ()  # more job values (rwmixread, direct=0, ioengine, fdatasync)
+    commit_write_cache: bool = False          # the write cache as benchmark_commit_write_cache says (fio_commit_rate)
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     tool: str
     summary: str
     uses_test_file: bool    # reads or overwrites the run's test file (so dd_seq_write must run first)
     buffered: bool          # goes through the page cache: sized from the cache basis, runs in the fence
+    judged_on: str          # the figure the report judges: METRIC_IOPS or METRIC_BYTES_PER_S (records carry it)
     extra_files: str = ""   # "" | "sysbench" | "sysbench_fsync" | "bonnie": files of its own
     raw: str = ""           # on a raw device: "read" (raw_read), "write" (raw_write only), "" (needs a filesystem)
     raw_only: bool = False  # only on a raw device (never a directory target): the SSD steady-state tests
+    direct_block: str = ""  # the block size it uses with O_DIRECT (checked against each device's), "" none
+    fio: Optional[FioJob] = None  # a plain fio job: nothing more to build it (the plan's generic fio branch)
 
 
+IOPS, BYTES = METRIC_IOPS, METRIC_BYTES_PER_S
 CATALOG: Dict[str, CatalogEntry] = {
     "dd_seq_write": CatalogEntry("dd", "sequential write, 1 MiB blocks, conv=fdatasync, 2 x RAM: the figure vendors accept",
-                                 True, True),
+                                 True, True, BYTES),
     "dd_seq_write_direct": CatalogEntry("dd", "sequential write, 1 MiB blocks, oflag=direct (no page cache)", True, False,
-                                        raw="write"),
-    "dd_block_sweep": CatalogEntry("dd", "writes of 4 KiB, 100 KiB, 1 MiB and 10 MiB blocks with conv=fdatasync", True, True),
+                                        BYTES, raw="write", direct_block=SEQUENTIAL),
+    "dd_block_sweep": CatalogEntry("dd", "writes of 4 KiB, 100 KiB, 1 MiB and 10 MiB blocks with conv=fdatasync", True, True,
+                                   BYTES),
     "dd_seq_read": CatalogEntry("dd", "sequential read of the test file (or raw device), 1 MiB blocks, iflag=direct, "
-                                "caches dropped", True, False, raw="read"),
+                                "caches dropped", True, False, BYTES, raw="read", direct_block=SEQUENTIAL),
     "zcav_sweep": CatalogEntry("dd", "read rate at evenly spaced offsets of the test file or the whole raw device (a curve)",
-                               True, False, raw="read"),
+                               True, False, BYTES, raw="read", direct_block=SEQUENTIAL),
     "bonnie": CatalogEntry("bonnie++", "bonnie++ -f -n 0: block write, rewrite, read, seeks over 2 x RAM of files",
-                           False, True, "bonnie"),
-    "fio_seq_write": CatalogEntry("fio", "sequential write, 1 MiB blocks, QD8, direct", True, False, raw="write"),
-    "fio_seq_read": CatalogEntry("fio", "sequential read, 1 MiB blocks, QD8, direct", True, False, raw="read"),
-    "fio_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct", True, False, raw="read"),
-    "fio_rand_read_qd1": CatalogEntry("fio", "random read, 4 KiB, QD1, direct", True, False, raw="read"),
-    "fio_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct", True, False, raw="write"),
-    "fio_rand_write_qd1": CatalogEntry("fio", "random write, 4 KiB, QD1, direct", True, False, raw="write"),
-    "fio_mixed_70_30": CatalogEntry("fio", "random 70 % read / 30 % write, 4 KiB, QD32, direct", True, False, raw="write"),
+                           False, True, IOPS, "bonnie"),
+    "fio_seq_write": CatalogEntry("fio", "sequential write, 1 MiB blocks, QD8, direct", True, False, BYTES, raw="write",
+                                  direct_block=SEQUENTIAL, fio=FioJob("write", SEQUENTIAL, 8)),
+    "fio_seq_read": CatalogEntry("fio", "sequential read, 1 MiB blocks, QD8, direct", True, False, BYTES, raw="read",
+                                 direct_block=SEQUENTIAL, fio=FioJob("read", SEQUENTIAL, 8)),
+    "fio_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct", True, False, IOPS, raw="read",
+                                  direct_block=RANDOM, fio=FioJob("randread", RANDOM, 32)),
+    "fio_rand_read_qd1": CatalogEntry("fio", "random read, 4 KiB, QD1, direct", True, False, IOPS, raw="read",
+                                      direct_block=RANDOM, fio=FioJob("randread", RANDOM, 1)),
+    "fio_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct", True, False, IOPS, raw="write",
+                                   direct_block=RANDOM, fio=FioJob("randwrite", RANDOM, 32)),
+    "fio_rand_write_qd1": CatalogEntry("fio", "random write, 4 KiB, QD1, direct", True, False, IOPS, raw="write",
+                                       direct_block=RANDOM, fio=FioJob("randwrite", RANDOM, 1)),
+    "fio_mixed_70_30": CatalogEntry("fio", "random 70 % read / 30 % write, 4 KiB, QD32, direct", True, False, IOPS,
+                                    raw="write", direct_block=RANDOM,
+                                    fio=FioJob("randrw", RANDOM, 32, (("rwmixread", 70),))),
     "fio_commit_rate": CatalogEntry("fio", "8 KiB writes, fdatasync after each: a database's commit ceiling",
-                                    True, True, raw="write"),
+                                    True, True, IOPS, raw="write",
+                                    fio=FioJob("write", COMMIT, 1, (("direct", 0), ("ioengine", "psync"), ("fdatasync", 1)),
+                                               commit_write_cache=True)),
     "sysbench_rndrd": CatalogEntry("sysbench", "sysbench fileio 8 KiB random reads, O_DIRECT, over 2 x RAM of files",
-                                   False, False, "sysbench"),
+                                   False, False, IOPS, "sysbench", direct_block=SYSBENCH),
     "sysbench_fsync": CatalogEntry("sysbench", "sysbench fileio 8 KiB random writes with fsync after each", False, True,
-                                   "sysbench_fsync"),
+                                   IOPS, "sysbench_fsync"),
     "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False,
-                                   raw="read"),
+                                   IOPS, raw="read", direct_block=RANDOM),
     # SSD steady state (SNIA PTS style): raw_write devices only, in this order; docs/tests.md.
     "ssd_precondition": CatalogEntry("fio", "SSD preconditioning: sequential 128 KiB writes, QD32, direct, of 2 x the "
-                                     "device's capacity (optionally purged first)", False, False, raw="write",
+                                     "device's capacity (optionally purged first)", False, False, BYTES, raw="write",
                                      raw_only=True),
     "ssd_steady_rand_write": CatalogEntry("fio", "random write, 4 KiB, QD32, direct, until steady state "
-                                          "(fio steadystate=) or the time limit", False, False, raw="write",
-                                          raw_only=True),
+                                          "(fio steadystate=) or the time limit", False, False, IOPS, raw="write",
+                                          raw_only=True, direct_block=RANDOM),
     "ssd_steady_rand_read": CatalogEntry("fio", "random read, 4 KiB, QD32, direct, until steady state "
-                                         "(fio steadystate=) or the time limit", False, False, raw="write",
-                                         raw_only=True),
+                                         "(fio steadystate=) or the time limit", False, False, IOPS, raw="write",
+                                         raw_only=True, direct_block=RANDOM),
 }
 CATALOG_ORDER = tuple(CATALOG)
 SSD_TESTS = tuple(test for test, entry in CATALOG.items() if entry.raw_only)
@@ -398,6 +429,8 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
     base = {"block_size": None, "size_bytes": None, "direct": False, "sync": None, "iodepth": 1, "numjobs": 1,
             "runtime_s": None}
     base.update(params)
+    # What the report judges this test on: declared in the catalog, carried by its records.
+    base["judged_on"] = CATALOG[_catalog_id(test)].judged_on
     base["cache_fence_bytes"] = job["cache_fence_bytes"]
     job["params"] = base
     if target.raw:
@@ -562,19 +595,12 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         params = {"block_size": 8192, "size_bytes": size_mib * MIB, "direct": False, "ram_mib": ram_mib}
         return [_job(test, "bonnie", target, params, s, argv=argv, workdir=workdir, workdir_owner=s.raw.bonnie_user,
                      estimate_s=s.timed(3 * size_mib * MIB / s.raw.expected_bytes_per_s))]
-    if test == "fio_seq_write":
-        return [_fio(test, target, s, "write", seq, 8)]
-    if test == "fio_seq_read":
-        return [_fio(test, target, s, "read", seq, 8)]
-    if test in ("fio_rand_read", "fio_rand_read_qd1", "fio_rand_write", "fio_rand_write_qd1"):
-        rw = "randread" if "read" in test else "randwrite"
-        return [_fio(test, target, s, rw, rand, 1 if test.endswith("_qd1") else 32)]
-    if test == "fio_mixed_70_30":
-        return [_fio(test, target, s, "randrw", rand, 32, rwmixread=70)]
-    if test == "fio_commit_rate":
-        job = _fio(test, target, s, "write", s.raw.commit_block_size, 1, direct=0, ioengine="psync", fdatasync=1)
-        job["write_cache"] = s.raw.commit_write_cache
-        job["params"]["write_cache"] = s.raw.commit_write_cache
+    fio = CATALOG[test].fio
+    if fio is not None:
+        block = {SEQUENTIAL: seq, RANDOM: rand, COMMIT: s.raw.commit_block_size}[fio.block]
+        job = _fio(test, target, s, fio.rw, block, fio.iodepth, **dict(fio.values))
+        if fio.commit_write_cache:
+            job["write_cache"] = job["params"]["write_cache"] = s.raw.commit_write_cache
         return [job]
     if test == "sysbench_rndrd":
         total = round_up(2 * s.basis, 8 * MIB)
@@ -693,17 +719,9 @@ def _extra_space(test: str, s: _Resolved) -> int:
 
 
 def _direct_block_sizes(selected: Sequence[str], settings: Settings) -> List[Tuple[str, int]]:
-    """(setting name, value) of every block size used with O_DIRECT by the selected tests."""
-    sizes: List[Tuple[str, int]] = []
-    if any(test in selected for test in ("dd_seq_write_direct", "dd_seq_read", "zcav_sweep", "fio_seq_write",
-                                         "fio_seq_read")):
-        sizes.append(("sequential_block_size", settings.sequential_block_size))
-    if any(test.startswith(("fio_rand", "ssd_steady")) or test in ("fio_mixed_70_30", "ioping_latency")
-           for test in selected):
-        sizes.append(("random_block_size", settings.random_block_size))
-    if "sysbench_rndrd" in selected:
-        sizes.append(("sysbench_block_size", settings.sysbench_block_size))
-    return sizes
+    """(setting name, value) of every block size used with O_DIRECT by the selected tests (the catalog says which)."""
+    used = {CATALOG[test].direct_block for test in selected}
+    return [(name, getattr(settings, name)) for name in (SEQUENTIAL, RANDOM, SYSBENCH) if name in used]
 
 
 def _check_settings(settings: Settings) -> None:

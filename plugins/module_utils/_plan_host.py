@@ -23,7 +23,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo imp
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
 from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
-    INTERLOCK, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
+    INTERLOCK, PROFILES, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
 
 
@@ -325,8 +325,7 @@ def check_fence(module, plan):
 # bench_plan's options; the quiesce module validates its O(plan) dict against the same spec.
 PLAN_ARGUMENT_SPEC = dict(
     targets=dict(type="list", elements="dict", required=True),
-    profile=dict(type="str", default="standard",
-                 choices=["quick", "standard", "evidence", "full", "ssd_steady_state"]),
+    profile=dict(type="str", default="standard", choices=list(PROFILES)),
     tests=dict(type="list", elements="str", default=[]),
     run_id=dict(type="str", default=""),
     lock_run_id=dict(type="str", default=""),

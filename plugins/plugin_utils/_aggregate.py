@@ -85,6 +85,11 @@ VERDICT_PASS = "pass"
 # steady state, so what its figure breaks (rules, baseline, peers) comes after.
 VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW, VERDICT_REGRESSED,
             VERDICT_OUTLIER, VERDICT_UNSTABLE, VERDICT_PASS)
+# What kind of finding each verdict is (the pages' style): "bad" (no valid figure), "warn" (a figure judged too low or
+# unsteady), "muted" (nothing measured), "ok".
+VERDICT_KINDS = {VERDICT_ERROR: "bad", VERDICT_NOT_MEASURED: "muted", VERDICT_INVALID: "bad", VERDICT_NOT_STEADY: "warn",
+                 VERDICT_SLOW: "warn", VERDICT_REGRESSED: "warn", VERDICT_OUTLIER: "warn", VERDICT_UNSTABLE: "warn",
+                 VERDICT_PASS: "ok"}
 # What makes summary.passed false. Unstable is worth a look, not a failed acceptance.
 FAILING_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
                     VERDICT_REGRESSED, VERDICT_OUTLIER)

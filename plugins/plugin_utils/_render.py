@@ -30,21 +30,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Named
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
-    VERDICT_PASS, Entry, finite_number, number_text, one_line_text)
+    VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, number_text, one_line_text)
 
-# Verdict -> style class: "bad" (no valid figure), "warn" (figure judged too low or unsteady),
-# "muted" (nothing measured), "ok".
-_VERDICT_CLASS = {
-    "error": "bad",
-    "invalid": "bad",
-    "not_measured": "muted",
-    "not_steady": "warn",
-    "regressed": "warn",
-    "outlier": "warn",
-    "slow": "warn",
-    "unstable": "warn",
-    "pass": "ok",
-}
 _RUN_KEY_ORDER = ("playbook", "started", "finished", "controller_hostname", "ansible_version",
                   "collection_version", "inventory_size", "targeted_hosts")
 _RUN_KEY_LABELS = {
@@ -75,7 +62,7 @@ def _esc(value: Any) -> str:
 
 
 def _verdict_class(verdict: str) -> str:
-    return _VERDICT_CLASS.get(verdict, "warn")
+    return VERDICT_KINDS[verdict]
 
 
 def _verdict_label(verdict: str) -> str:

@@ -25,23 +25,59 @@ BOOLEAN = "boolean"
 
 @dataclass(frozen=True)
 class Setting:
-    """A report setting: its variable, the callback option behind it, and how the variable is spelled."""
+    """A report setting: its variable, the callback option behind it (its type, default, choices, environment
+    variable and description: the callback's option docs are made from these, doc_fragments/report_settings.py),
+    and how the variable is spelled."""
 
     variable: str
     option: str
     kind: str
+    option_type: str
+    default: Any
+    description: Tuple[str, ...]
+    choices: Tuple[str, ...] = ()
+
+    @property
+    def env(self) -> str:
+        return "DISKPROOF_" + self.option.upper()
 
 
+# The judge's own defaults (plugin_utils/_aggregate.py Settings) are the settings' defaults: one place each.
+_JUDGE = _aggregate.Settings()
 SETTINGS = (
-    Setting("diskproof_report_dir", "report_dir", TEXT),
-    Setting("diskproof_outlier_percent", "outlier_fraction", PERCENT),
-    Setting("diskproof_outlier_z_min_percent", "robust_z_min_deviation", PERCENT),
-    Setting("diskproof_regression_percent", "regression_fraction", PERCENT),
-    Setting("diskproof_max_cv_percent", "max_cv", PERCENT),
-    Setting("diskproof_peer_group", "peer_group", TEXT),
-    Setting("diskproof_unstable_fails", "unstable_fails", BOOLEAN),
-    Setting("diskproof_rules_file", "rules_file", TEXT),
-    Setting("diskproof_baseline_file", "baseline_file", TEXT),
+    Setting("diskproof_report_dir", "report_dir", TEXT, "path", "./diskproof-report", (
+        "Directory that receives C(report.json), C(results.csv), C(junit.xml), C(report.md) and C(report.html); "
+        "created when missing.",
+        "A relative path is relative to the current directory, or to the directory of the configuration file when "
+        "set there.")),
+    Setting("diskproof_outlier_percent", "outlier_fraction", PERCENT, "float", _JUDGE.outlier_fraction, (
+        "A record whose primary metric is more than this fraction below its group median is an C(outlier). Between "
+        "0 and 1, exclusive.",)),
+    Setting("diskproof_outlier_z_min_percent", "robust_z_min_deviation", PERCENT, "float", _JUDGE.robust_z_min_deviation, (
+        "The floor of the noise rule - a deviation of more than |robust_z_limit| times the measurement's noise makes "
+        "a record an C(outlier) only when it is also at least this fraction below its group median (docs/report.md, "
+        "Noise). From 0 to 1, 1 excluded.",)),
+    Setting("diskproof_regression_percent", "regression_fraction", PERCENT, "float", _JUDGE.regression_fraction, (
+        "A record more than this fraction below the baseline value for the same disk (serial, else WWN) and test is "
+        "C(regressed). Between 0 and 1, exclusive. Needs a baseline (O(baseline_file)).",)),
+    Setting("diskproof_max_cv_percent", "max_cv", PERCENT, "float", _JUDGE.max_cv, (
+        "A record whose repeat C(samples) vary by a coefficient of variation (sample standard deviation over mean) "
+        "above this, and whose repeats straddle a limit, is C(unstable) (docs/report.md, Noise). Between 0 and 1, "
+        "exclusive.",)),
+    Setting("diskproof_peer_group", "peer_group", TEXT, "str", _JUDGE.peer_group, (
+        "How records are grouped for the median. V(identity) compares a disk with disks of the same model, firmware "
+        "and capacity running the same test (test and rotational when the model is unknown, as for VMs and loop "
+        "devices); V(test) compares every record of a test.",), _aggregate.PEER_GROUP_CHOICES),
+    Setting("diskproof_unstable_fails", "unstable_fails", BOOLEAN, "bool", _JUDGE.unstable_fails, (
+        "Whether an C(unstable) result fails the run (C(summary.passed) false, a junit failure, acceptance.yml's job "
+        "red). Set false where a site accepts noisy disks and only wants them listed.",)),
+    Setting("diskproof_rules_file", "rules_file", TEXT, "path", None, (
+        "YAML file of acceptance rules (C(rules:) list; docs/report.md). When set it is used instead of the variable "
+        "C(diskproof_acceptance); inline rules in the variable C(diskproof_rules_yaml) (a survey textarea) win over "
+        "both.",)),
+    Setting("diskproof_baseline_file", "baseline_file", TEXT, "path", None, (
+        "A previous C(report.json) to judge regressions against. When not set and the report store "
+        "(C(diskproof_report_store)) holds a passing run, its C(last-pass/report.json) is the baseline.",)),
 )
 # Inline rules (a survey textarea) and the rules as a variable: no callback option behind them.
 RULES_YAML_VARIABLE = "diskproof_rules_yaml"

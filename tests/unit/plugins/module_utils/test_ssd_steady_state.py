@@ -250,7 +250,7 @@ OK = {"status": "ok", "problems": []}
 
 def test_not_steady_is_a_failing_verdict_above_slow_and_says_why():
     assert agg.VERDICTS.index("invalid") < agg.VERDICTS.index("not_steady") < agg.VERDICTS.index("slow")
-    assert "not_steady" in agg.FAILING_VERDICTS and "not_steady" in render._VERDICT_CLASS
+    assert "not_steady" in agg.FAILING_VERDICTS and "not_steady" in agg.VERDICT_KINDS
     unsteady = steady_record("fio333-steadystate-unsteady-not-attained.json")
     rules = {"rules": [{"name": "datasheet", "match": {"test": "ssd_steady_*"},
                         "datasheet": {"write_iops": 1000, "min_percent": 90}}]}

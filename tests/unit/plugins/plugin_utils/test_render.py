@@ -540,5 +540,5 @@ def test_charts_draw_the_worst_chart_limit_results(monkeypatch):
     assert page.count("Only results that are not pass: the 50 worst of 120. ") == 2
 
 
-def test_every_verdict_of_the_judge_has_a_style():
-    assert set(render._VERDICT_CLASS) == set(agg.VERDICTS)
+def test_every_verdict_of_the_judge_has_a_kind():
+    assert set(agg.VERDICT_KINDS) == set(agg.VERDICTS) and set(agg.VERDICT_KINDS.values()) == {"bad", "warn", "muted", "ok"}
