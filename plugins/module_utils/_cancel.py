@@ -18,7 +18,7 @@ import os
 import stat
 from typing import Dict, List, Optional, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _tree
+from . import _tree
 
 NOTE = ".diskproof-run"
 PREFIX = "diskproof-"

@@ -27,11 +27,11 @@ import fnmatch
 import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _filesystems
-from ansible_collections.diskproof.fleet.plugins.module_utils._identity import normalize_wwn
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import fstab_spec
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import parse_scheduler
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.values import text_value
+from . import _filesystems
+from ._identity import normalize_wwn
+from ._parse.fstab import fstab_spec
+from ._parse.sysfs import parse_scheduler
+from ._parse.values import text_value
 
 # Mount points whose disk is the boot disk: never selected, never granted raw_write.
 BOOT_MOUNT_POINTS = ("/", "/boot", "/boot/efi", "/efi")

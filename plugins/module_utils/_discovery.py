@@ -12,21 +12,21 @@ import os
 import socket
 import stat
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _discover, _filesystems, _proc
-from ansible_collections.diskproof.fleet.plugins.module_utils import _identity
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.blkid import blkid_result
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fstab import parse_fstab
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.lsblk import parse_lsblk
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import nvme_result, nvme_unanswered
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.os_release import parse_os_release
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result, smartctl_unanswered
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.swaps import parse_swaps
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.wipefs import wipefs_result
-from ansible_collections.diskproof.fleet.plugins.module_utils._tools import TOOL_VERSION_ARGS
-from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
+from . import _blockdev, _discover, _filesystems, _proc
+from . import _identity
+from ._parse.blkid import blkid_result
+from ._parse.errors import ParseError
+from ._parse.fstab import parse_fstab
+from ._parse.lsblk import parse_lsblk
+from ._parse.meminfo import parse_meminfo
+from ._parse.mountinfo import parse_mountinfo
+from ._parse.nvme import nvme_result, nvme_unanswered
+from ._parse.os_release import parse_os_release
+from ._parse.smartctl import smartctl_result, smartctl_unanswered
+from ._parse.swaps import parse_swaps
+from ._parse.wipefs import wipefs_result
+from ._tools import TOOL_VERSION_ARGS
+from ._version_probe import probe_tools
 
 SYS_CLASS_BLOCK = "/sys/class/block"
 DEFAULT_MODE = {"path": "filesystem", "device": "raw_read"}
@@ -397,3 +397,20 @@ DISCOVER_OPTIONS = dict(
     host=dict(type="str", default=""),
     allow_non_disk=dict(type="bool", default=False),
 )
+
+
+def discover_in_call(module, request, run_id):
+    """disk_facts' discovery in another module's call (the quiesce's discover option): the facts disk_facts would
+    publish. Options not disk_facts', or a refusal, end the module naming them, before anything is written or stopped."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    validated = ArgumentSpecValidator(DISCOVER_OPTIONS).validate(request)
+    if validated.error_messages:
+        module.fail_json(msg="discover: %s (the options of diskproof.fleet.disk_facts)" % "; ".join(validated.error_messages),
+                         run_id=run_id)
+    options = validated.validated_parameters
+    facts, refusals = Discovery(module, options).discover()
+    if refusals:
+        module.fail_json(msg="%d refusal(s) on %s; nothing was written or stopped: %s"
+                             % (len(refusals), options["host"] or facts["diskproof_host"]["hostname"], " | ".join(refusals)),
+                         refusals=refusals, run_id=run_id)
+    return facts

@@ -15,14 +15,14 @@ import stat
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import (
+from . import (
     _blockdev, _cancel, _fence, _filesystems, _paths, _tools, _tree,
 )
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.meminfo import parse_meminfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.mountinfo import parse_mountinfo
-from ansible_collections.diskproof.fleet.plugins.module_utils._version_probe import probe_tools
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import (
+from ._parse.errors import ParseError
+from ._parse.meminfo import parse_meminfo
+from ._parse.mountinfo import parse_mountinfo
+from ._version_probe import probe_tools
+from ._plan import (
     INTERLOCK, PROFILES, RAW_CLASSES, PlanError, Settings, TargetFacts, build_plan, plan_lines,
 )
 
@@ -415,3 +415,47 @@ def plan_on_host(module, params, check_mode, known_tools=None, creator="diskproo
     return dict(changed=bool(created or leftovers), plan=attach_run_dirs(plan.as_dict(), run_dir_records),
                 lines=lines, run_dirs=created, tools=tools,
                 memory_bytes=memory, run_id=run_id, leftovers_removed=[path for path, _run_id in leftovers])
+
+
+# ---------------------------------------------------------------- the quiesce's plan option (module quiesce)
+
+class HeldWarnings:
+    """A module whose warnings are held back: the plan checked before the lock warns only in check mode, since the
+    plan made under the lock gives the same warnings again."""
+
+    def __init__(self, module):
+        self.module = module
+        self.held = []
+        self.fail_json = module.fail_json
+        self.get_bin_path = module.get_bin_path
+
+    def warn(self, warning):
+        self.held.append(warning)
+
+    def flush(self):
+        for warning in self.held:
+            self.module.warn(warning)
+
+
+def validated_plan_options(module, request, run_id):
+    """The plan request (bench_plan's options, checked against PLAN_ARGUMENT_SPEC); a bad one fails the module."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    validated = ArgumentSpecValidator(PLAN_ARGUMENT_SPEC).validate(request)
+    if validated.error_messages:
+        module.fail_json(msg="plan: %s (the options of diskproof.fleet.bench_plan)" % "; ".join(validated.error_messages),
+                         run_id=run_id)
+    return validated.validated_parameters
+
+
+def check_plan(module, options):
+    """(the plan as bench_plan checks it in check mode, its held warnings): nothing written; a refusal ends the
+    module, before the quiesce takes the lock or stops anything."""
+    quiet = HeldWarnings(module)
+    return plan_on_host(quiet, dict(options, lock_run_id="", remove_leftovers_of=[]), True), quiet
+
+
+def make_plan(module, options, run_id, recovered_run_id, known_tools):
+    """The plan made under the quiesce's lock, once the host is quiet: its run directories named after this run."""
+    return plan_on_host(module, dict(options, lock_run_id=run_id,
+                                     remove_leftovers_of=[recovered_run_id] if recovered_run_id else []),
+                        False, known_tools=known_tools, creator="diskproof.fleet.quiesce")

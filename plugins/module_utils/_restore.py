@@ -18,11 +18,11 @@ import contextlib
 import os
 import time
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce as q
-from ansible_collections.diskproof.fleet.plugins.module_utils import _state_dir as sd
-from ansible_collections.diskproof.fleet.plugins.module_utils import _write_cache
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse.write_cache import parse_write_cache
+from . import _quiesce as q
+from . import _state_dir as sd
+from . import _write_cache
+from ._parse.errors import ParseError
+from ._parse.write_cache import parse_write_cache
 
 # TZ=UTC: systemctl prints timestamps in the local zone; the timer rules compare them with UTC.
 LOCALE_C = {"LANG": "C", "LC_ALL": "C", "TZ": "UTC"}

@@ -52,7 +52,7 @@ from ._parse.errors import ParseError
 from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
 from ._tree import remove_tree
 from ._version_probe import ask_version
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _cancel, _paths, _proc, _state_dir
+from . import _blockdev, _cancel, _paths, _proc, _state_dir
 # The cache fence, the write cache, raw grants and SSD steady state are imported where a job needs them: AnsiballZ
 # ships source, and each call compiles what it imports (most jobs use none of them).
 

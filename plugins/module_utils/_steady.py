@@ -57,7 +57,7 @@ def _direction(record: Mapping[str, Any]) -> Optional[str]:
 
 
 def steady_state(found: Any, record: Mapping[str, Any], params: Mapping[str, Any]) -> Dict[str, Any]:
-    """The record's ``steady_state`` from fio's (``_parse.fio.SteadyState``) and the run's params.
+    """The record's ``steady_state`` from fio's (``_parse.fio_job.SteadyState``) and the run's params.
 
     ``attained`` is fio's verdict, and, when ``params.ss_max_slope_excursion_percent`` is set, also that
     the window's slope excursion stays within it (SNIA asks for both a flat and a level window; fio checks

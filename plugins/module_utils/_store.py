@@ -42,7 +42,7 @@ import stat
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _proc
+from . import _proc
 from ._csv_cells import neutralised
 from ._flock import wait_for_flock
 from ._paths import ancestor_problem, owner_name, private_directory_problem, write_file_at

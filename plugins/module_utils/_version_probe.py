@@ -14,7 +14,7 @@ import os
 import shlex
 from typing import Callable, Dict, Iterable, NamedTuple, Optional
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _proc
+from . import _proc
 from ._parse.tool_version import parse_tool_version
 from ._tools import TOOL_VERSION_ARGS
 

@@ -27,19 +27,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .errors import ParseError
-from .units import KIB, NS_PER_US, ms_to_s
+from .fio_job import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, SteadyState, error_lines_by_code,
+                      error_message, exercised, make_direction, noise_warnings, pick_latency)
+from .units import KIB, NS_PER_US
 
-TOOL = "fio"
-DIRECTIONS = ("read", "write", "trim")
-PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99_9", 99.9))
 AGGREGATE_CLIENT = "All clients"
-MAX_NOISE_LINES = 20
 MAX_INTEGER = 2 ** 64  # fio's counters are 64-bit; anything larger is not fio output
 
 _OBJECT_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
@@ -49,66 +45,6 @@ _JSON_TOKENS = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"?|[{\[]+|[}\]]+')
 # fio nests its JSON 6 levels deep (json+ 7); deeper text is not fio's, and decoding it again from every
 # line start inside it would cost its size times its depth.
 MAX_JSON_DEPTH = 32
-_ERR_LINE = re.compile(r"\berr=\s*(-?[0-9]+)/")
-
-
-@dataclass
-class Direction:
-    """One I/O direction of one job, in SI base units."""
-
-    io_bytes: int
-    runtime_ms: float
-    bytes_per_s: Optional[float]
-    iops: Optional[float]  # None only from a normal output's group summary line
-    total_ios: Optional[int]
-    latency_ns: Optional[Dict[str, Optional[float]]]
-
-
-@dataclass
-class FioJob:
-    """One fio job (or one client's job) as reported in the JSON output."""
-
-    index: int
-    name: str
-    groupid: Optional[int]
-    client: Optional[str]
-    version: Optional[str]
-    error_code: int
-    error: Optional[str]
-    read: Optional[Direction] = None
-    write: Optional[Direction] = None
-    trim: Optional[Direction] = None
-    fsyncs: Optional[int] = None
-    warnings: List[str] = field(default_factory=list)
-    steadystate: Optional["SteadyState"] = None  # only for a job run with steadystate= (ss_dur > 0)
-
-    @property
-    def directions(self) -> List[Tuple[str, Direction]]:
-        found = [(name, getattr(self, name)) for name in DIRECTIONS]
-        return [(name, found_dir) for name, found_dir in found if found_dir is not None]
-
-    @property
-    def bytes(self) -> int:
-        return sum(found.io_bytes for _name, found in self.directions)
-
-    @property
-    def seconds(self) -> Optional[float]:
-        """The longest direction runtime: fio's own measure of how long the job did I/O."""
-        runtimes = [found.runtime_ms for _name, found in self.directions]
-        return ms_to_s(max(runtimes)) if runtimes else None
-
-    @property
-    def fsyncs_per_s(self) -> Optional[float]:
-        seconds = self.seconds
-        if not self.fsyncs or not seconds:
-            return None
-        return self.fsyncs / seconds
-
-    @property
-    def tool_version(self) -> Optional[str]:
-        if self.version is None:
-            return None
-        return self.version[4:] if self.version.startswith("fio-") else self.version
 
 
 def _json_text(value: Any) -> str:
@@ -179,39 +115,6 @@ def _scaled(stats: Dict[str, Any], key: str, scale: int, path: str, required: bo
     return None if value is None else value * scale
 
 
-@dataclass
-class LatencyStats:
-    """One latency statistic of one direction as fio reported it, in ns (JSON, normal or terse output)."""
-
-    mean: Optional[float]
-    minimum: Optional[float]
-    maximum: Optional[float]
-    stdev: Optional[float]
-    percentiles: Dict[str, Optional[float]] = field(default_factory=dict)  # keys of PERCENTILES
-
-
-def pick_latency(clat: Optional[LatencyStats], lat: Optional[LatencyStats], path: str, lat_key: str,
-                 warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
-    """The record's latency in ns, keys mean, min, p50, p95, p99, p99_9, max, stdev: the completion latency
-    (clat) when it has samples; else the total latency (lat: mean, min, max, stdev, no percentiles, with a
-    warning); None if neither has samples. Every fio output format goes through this one rule."""
-    if clat is not None:
-        latency: Dict[str, Optional[float]] = {"mean": clat.mean, "min": clat.minimum}
-        latency.update((name, clat.percentiles.get(name)) for name, _pct in PERCENTILES)
-        latency["max"] = clat.maximum
-        latency["stdev"] = clat.stdev
-        return latency
-    if lat is not None:
-        warnings.append("%s: no completion latency (clat); latency mean, min, max and stdev are fio's total "
-                        "latency (%s), no percentiles" % (path, lat_key))
-        latency = {"mean": lat.mean, "min": lat.minimum}
-        latency.update((name, None) for name, _pct in PERCENTILES)
-        latency["max"] = lat.maximum
-        latency["stdev"] = lat.stdev
-        return latency
-    return None
-
-
 def _latency(found: Dict[str, Any], path: str, warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
     """The JSON clat (every figure but a percentile fio did not print required) or lat (mean required,
     min/max/stdev when present) of one direction, through pick_latency."""
@@ -232,21 +135,6 @@ def _latency(found: Dict[str, Any], path: str, warnings: List[str]) -> Optional[
                                _scaled(stats, "max", scale, sub, False), _scaled(stats, "stddev", scale, sub, False))
             return pick_latency(None, lat, path, key, warnings)
     return None
-
-
-def exercised(io_bytes: int, runtime_ms: float, total_ios: Optional[float]) -> bool:
-    """False for a direction the job did not do (or whose only I/O failed at once): no record figures."""
-    return io_bytes != 0 or bool(total_ios and runtime_ms)
-
-
-def make_direction(io_bytes: int, runtime_ms: float, iops: Optional[float], total_ios: Optional[int],
-                   latency: Optional[Dict[str, Optional[float]]], path: str, warnings: List[str]) -> Direction:
-    """One direction's figures: bytes/s = io_bytes / runtime (fio's own bandwidth figures are this quotient
-    truncated or rounded), for every fio output format."""
-    bytes_per_s = io_bytes * 1000.0 / runtime_ms if runtime_ms > 0 else None
-    if bytes_per_s is None:
-        warnings.append("%s: runtime 0 ms, bytes per second unknown" % path)
-    return Direction(io_bytes, runtime_ms, bytes_per_s, iops, total_ios, latency)
 
 
 def _direction(job: Dict[str, Any], name: str, path: str, warnings: List[str]) -> Optional[Direction]:
@@ -279,31 +167,6 @@ def _fsyncs(job: Dict[str, Any], path: str) -> Optional[int]:
     return _as_int(count) or None
 
 
-def _strerror(code: int) -> str:
-    try:
-        return os.strerror(code)
-    except (ValueError, OverflowError):
-        return "unknown error"
-
-
-def _err_lines(noise: List[str]) -> Dict[str, str]:
-    """fio's own line for each error code it printed ('err= 5/'), the first one; read once for all jobs."""
-    found: Dict[str, str] = {}
-    for line in noise:
-        for match in _ERR_LINE.finditer(line):
-            found.setdefault(match.group(1), line)
-    return found
-
-
-def _error_message(code: int, name: str, err_lines: Dict[str, str]) -> Optional[str]:
-    if code == 0:
-        return None
-    line = err_lines.get("%d" % code)
-    if line is not None:
-        return line
-    return "fio job '%s' reported error %d (%s)" % (name, code, _strerror(code))
-
-
 def _client(job: Dict[str, Any], path: str) -> Optional[str]:
     host = job.get("hostname")
     if host is None:
@@ -314,25 +177,6 @@ def _client(job: Dict[str, Any], path: str) -> Optional[str]:
     if port is None:
         return host
     return "%s:%d" % (host, _integer(job, "port", path))
-
-
-@dataclass
-class SteadyState:
-    """fio's ``steadystate`` object of one job (fio >= 2.99, a job with ``steadystate=``/``ss=``).
-
-    ``iops``/``bw`` are the samples of the last window (one per second, oldest first; bytes/s for bw).
-    fio fills only the figure of its own criterion: ``max_deviation`` for ``iops:``/``bw:``, ``slope``
-    for ``*_slope:`` (the other stays 0).
-    """
-
-    setting: str          # "ss": the criterion and limit as fio understood them, e.g. "iops:20.000000%"
-    duration_s: int       # ss_dur, the window length in samples (seconds)
-    attained: bool
-    criterion: str        # the criterion's last value, e.g. "3.125000%"
-    max_deviation: float
-    slope: float
-    iops: List[int]
-    bw: List[int]
 
 
 def _steadystate(raw: Dict[str, Any], path: str) -> Optional[SteadyState]:
@@ -372,20 +216,14 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
         raise _bad(path, "jobname", "a string", name)
     code = _integer(raw, "error", path)
     groupid = _integer(raw, "groupid", path) if "groupid" in raw else None
-    warnings = list(_noise_warnings(noise))
-    job = FioJob(index, name, groupid, _client(raw, path), version, code, _error_message(code, name, err_lines))
+    warnings = list(noise_warnings(noise))
+    job = FioJob(index, name, groupid, _client(raw, path), version, code, error_message(code, name, err_lines))
     for direction in DIRECTIONS:
         setattr(job, direction, _direction(raw, direction, path, warnings))
     job.fsyncs = _fsyncs(raw, path)
     job.steadystate = _steadystate(raw, path)
     job.warnings = warnings
     return job
-
-
-def _noise_warnings(noise: List[str]) -> List[str]:
-    if len(noise) <= MAX_NOISE_LINES:
-        return noise
-    return noise[:MAX_NOISE_LINES] + ["... %d more lines of fio output outside the JSON" % (len(noise) - MAX_NOISE_LINES)]
 
 
 def _job_list(doc: Dict[str, Any]) -> Tuple[str, List[Any]]:
@@ -518,12 +356,12 @@ def parse(text: str) -> List[FioJob]:
         raise ParseError(TOOL, "text, got %s" % type(text).__name__)
     docs, noise, failure = _documents(text)
     if not docs:
-        # imported here: fio_text builds its jobs with this module's rules (a module-level import is circular)
+        # imported here: a run that printed JSON never needs the text parser
         from . import fio_text
         if fio_text.recognise(text):
             return fio_text.parse(text)
         _raise_no_json(text, noise, failure)
-    err_lines = _err_lines(noise)
+    err_lines = error_lines_by_code(noise)
     jobs: List[FioJob] = []
     for doc in docs:
         version = _version(doc)

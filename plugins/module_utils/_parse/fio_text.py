@@ -18,7 +18,7 @@ group with group_reporting), one Direction per ``read``/``write``/``trim`` line 
   bytes / the printed runtime (fio's BW= is the same quotient, rounded once more); IOPS = the
   ``issued`` total of the job / runtime (what fio's JSON prints), else the printed, rounded IOPS.
 - ``clat``/``lat (nsec|usec|msec): min=, max=, avg=, stdev=`` and the ``clat percentiles (unit):``
-  block, in the unit of their own header; the completion/total latency rule is fio.pick_latency's.
+  block, in the unit of their own header; the completion/total latency rule is fio_job.pick_latency's.
 
 Terse output: one line per job, ``;``-separated, its first field the terse version, which decides the
 layout (fio HOWTO.rst, "Terse output"; fio stat.c show_thread_status_terse_all()):
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .errors import ParseError
-from .fio import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, _err_lines, _error_message,
-                  _noise_warnings, exercised, make_direction, pick_latency)
+from .fio_job import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, error_lines_by_code, error_message,
+                      exercised, make_direction, noise_warnings, pick_latency)
 from .units import IEC_BYTES, KIB, SI_BYTES, BUSYBOX_BYTES, ns_per, parse_unsigned
 
 # fio < 2.20 num2str() printed at most 6 digits (old io= lines, latency min/max) or 4 (the IOPS= lines of
@@ -332,7 +332,7 @@ def _normal_jobs(read: _Normal, err_lines: Dict[str, str], noise: List[str]) -> 
     for block in read.blocks:
         warnings = list(noise)
         job = FioJob(len(jobs), block.name, block.groupid, None, read.version, block.error_code,
-                     _error_message(block.error_code, block.name, err_lines))
+                     error_message(block.error_code, block.name, err_lines))
         for section in block.sections:
             if section.name == "mixed":
                 warnings.append("job '%s' (line %d): unified_rw_reporting 'mixed' figures are not attributed to "
@@ -420,7 +420,7 @@ def _terse_job(index: int, lineno: int, line: str, err_lines: Dict[str, str], no
     if not (_INT.fullmatch(groupid) and _INT.fullmatch(code)):
         raise ParseError(TOOL, "terse groupid and error as integers", line, lineno)
     warnings = list(noise)
-    job = FioJob(index, name, int(groupid), None, fio_version, int(code), _error_message(int(code), name, err_lines))
+    job = FioJob(index, name, int(groupid), None, fio_version, int(code), error_message(int(code), name, err_lines))
     for number, direction in enumerate(DIRECTIONS[:directions]):
         path = "terse v%d job '%s' %s (line %d)" % (version, name, direction, lineno)
         setattr(job, direction, _terse_direction(fields, head + number * per_dir, path, line, lineno, warnings))
@@ -434,8 +434,8 @@ def _terse_job(index: int, lineno: int, line: str, err_lines: Dict[str, str], no
 def parse(text: str) -> List[FioJob]:
     """Every job of fio normal or terse output in text, in order; ParseError when there is none."""
     read = _read_lines(text)
-    noise = _noise_warnings(read.messages)
-    err_lines = _err_lines(read.messages)
+    noise = noise_warnings(read.messages)
+    err_lines = error_lines_by_code(read.messages)
     if read.terse:
         jobs = [_terse_job(index, lineno, line, err_lines, noise) for index, (lineno, line) in enumerate(read.terse)]
         if read.blocks:

@@ -1,6 +1,7 @@
 """The quiesce module when a /proc file it reads is not what it should be: the parsers of module_utils/_parse raise
 their ParseError, and the quiesce treats it as any refusal after the stop: it undoes what it did (lock and state
-released) and fails with the parser's words. In-process, with the module's /proc pointed at a temporary tree."""
+released) and fails with the parser's words. In-process, with the quiesce's /proc (module_utils/_quiesce_host.py)
+pointed at a temporary tree."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import os
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.diskproof.fleet.plugins.module_utils import _quiesce_host
 from ansible_collections.diskproof.fleet.plugins.modules import quiesce
 
 LOADAVG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "quiesce", "loadavg-idle.txt")
@@ -28,7 +30,7 @@ def test_unreadable_proc_text_rolls_the_quiesce_back(tmp_path, monkeypatch, caps
         (proc / "loadavg").write_text(handle.read())
     (proc / "diskstats").write_text("")
     (proc / name).write_text(text)
-    monkeypatch.setattr(quiesce, "PROC", str(proc))
+    monkeypatch.setattr(_quiesce_host, "PROC", str(proc))
     state_dir = tmp_path / "state"
     args = {"state": "quiesced", "run_id": "unit-proc-text", "state_dir": str(state_dir), "service_manager": "sysv",
             "services": [], "timers": [], "checks": [], "drop_caches": False, "idle_window": 0.1,
