@@ -429,7 +429,7 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
         for name in hosts:
             started = lab("ssh", "--name", LAB, name, "--",
                           "fio --server --daemonize=%s >/dev/null 2>&1; sleep 0.2; cat %s" % (FIO_PIDFILE, FIO_PIDFILE))
-            servers[name] = int(started.stdout.split()[-1])
+            servers[name] = fio_server_pid(started.stdout, name)
         lab_cpu = LabCpu()
         for scenario_name in scenarios:
             scenario = SCENARIOS[scenario_name]
@@ -495,11 +495,59 @@ def measure(count: int, scenarios: List[str], rounds: int, out: pathlib.Path, ex
                 result["scenarios"][scenario_name]["before"] = before_runs
         return result
     finally:
-        for name, pid in servers.items():
-            lab("ssh", "--name", LAB, name, "--", "kill %d" % pid, check=False)
-        lab("down", "--name", LAB, check=False)
-        if lab_cpu is not None:
-            lab_cpu.close()
+        teardown(servers, lab_cpu)
+
+
+def fio_server_pid(pidfile_text: str, host: str) -> int:
+    """The PID fio --server --daemonize wrote, checked to be that fio server on this machine (a SysV lab host shares
+    this machine's PID namespace): the PID teardown ends."""
+    words = pidfile_text.split()
+    pid = int(words[-1]) if words and words[-1].isdigit() else None
+    if pid is None or not is_fio_server(pid):
+        raise RuntimeError("fio --server on %s: its pid file %s named %r, which is no running fio server"
+                           % (host, FIO_PIDFILE, pidfile_text.strip()))
+    return pid
+
+
+def is_fio_server(pid: int) -> bool:
+    try:
+        argv = pathlib.Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(argv) and os.path.basename(argv[0]) == b"fio" and b"--server" in argv
+
+
+def teardown(servers: Dict[str, int], lab_cpu: Optional["LabCpu"]) -> None:
+    """End the fio servers this run started (by PID), bring the lab down, remove the lab's cgroup, and fail loudly
+    (RuntimeError naming what is left) when anything of it is still there."""
+    for pid in servers.values():
+        if is_fio_server(pid):
+            os.kill(pid, 15)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(is_fio_server(pid) for pid in servers.values()):
+        time.sleep(0.1)
+    for pid in servers.values():
+        if is_fio_server(pid):
+            os.kill(pid, 9)
+    down = lab("down", "--name", LAB, check=False)
+    if lab_cpu is not None:
+        lab_cpu.close()
+    left = leftovers(servers)
+    if down.returncode != 0 or left:
+        raise RuntimeError("the lab was not torn down: %s%s; run `tools/lab down --name %s` once the cause is gone"
+                           % ("; ".join(left) or "nothing left, but", "" if down.returncode == 0 else
+                              " tools/lab down failed: %s" % (down.stderr or down.stdout).strip(), LAB))
+
+
+def leftovers(servers: Dict[str, int]) -> List[str]:
+    """What of this benchmark's lab still exists: fio servers it started, the lab's state, namespaces, cgroups."""
+    left = ["fio --server PID %d (%s)" % (pid, host) for host, pid in sorted(servers.items()) if is_fio_server(pid)]
+    if STATE.exists():
+        left.append("%s exists" % STATE)
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split()
+    left += ["network namespace %s" % name for name in namespaces if name.startswith("dp-%s-" % LAB)]
+    left += ["cgroup %s" % path for path in sorted(CPUACCT.glob("diskproof-overhead-%d-*" % os.getpid()))]
+    return left
 
 
 def summary(count: int, scenario_name: str, runs: Dict[str, Any], markdown: bool) -> Tuple[float, str]:

@@ -127,3 +127,30 @@ def test_the_benchmark_roles_plan_tasks_are_not_counted_as_quiesce(overhead):
         "aborted run it recovered": quiesce,
     }
     assert {name: overhead.part_of(name) for name in names} == names
+
+
+class _Down:
+    def __init__(self, returncode, stderr=""):
+        self.returncode, self.stdout, self.stderr = returncode, "", stderr
+
+
+def test_a_teardown_that_leaves_anything_fails_loudly(overhead, monkeypatch):
+    # tools/lab down failing, or anything of the lab still there after it: an error naming it, never silence
+    # (the run left 10 namespaces, 10 loop disks and 10 fio servers and exited 0).
+    monkeypatch.setattr(overhead, "lab", lambda *args, **kwargs: _Down(1, "umount: target is busy"))
+    monkeypatch.setattr(overhead, "leftovers", lambda servers: ["network namespace dp-ovh-ovh-n01"])
+    with pytest.raises(RuntimeError, match=r"network namespace dp-ovh-ovh-n01.*tools/lab down failed: umount: target "
+                                           r"is busy.*tools/lab down --name ovh"):
+        overhead.teardown({}, None)
+    monkeypatch.setattr(overhead, "lab", lambda *args, **kwargs: _Down(0))
+    monkeypatch.setattr(overhead, "leftovers", lambda servers: [])
+    overhead.teardown({}, None)   # nothing left: no error
+
+
+def test_the_fio_server_pid_is_checked_to_be_a_running_fio_server(overhead):
+    # A PID that is not fio --server (this test's own process) is refused before anything is measured.
+    import os
+    with pytest.raises(RuntimeError, match="is no running fio server"):
+        overhead.fio_server_pid("%d\n" % os.getpid(), "ovh-n01")
+    with pytest.raises(RuntimeError, match="is no running fio server"):
+        overhead.fio_server_pid("", "ovh-n01")
