@@ -80,6 +80,7 @@ COLLECTIONS_DIR = REPO_ROOT / ".ansible" / "collections"
 COLLECTION_LINK = COLLECTIONS_DIR / "ansible_collections" / "diskproof" / "fleet"
 CALLBACK_FQCN = "diskproof.fleet.report"
 CALLBACK_MODULE = "ansible_collections.diskproof.fleet.plugins.callback.report"
+FRAGMENTS_PACKAGE = "ansible_collections.diskproof.fleet.plugins.doc_fragments."
 CODE_FILES = ("plugins/callback/report.py", "plugins/plugin_utils/_report.py", "plugins/plugin_utils/_aggregate.py",
               "plugins/plugin_utils/_render.py", "plugins/plugin_utils/_junit.py")
 PIPELINE_MODULE = "ansible_collections.diskproof.fleet.plugins.plugin_utils._report"
@@ -478,17 +479,20 @@ def load_callback():
     """An instance of the real CallbackModule with its option definitions registered."""
     import importlib
 
+    import yaml
     from ansible import constants as C
 
     module = importlib.import_module(CALLBACK_MODULE)
     if not C.config.has_configuration_definition("callback", CALLBACK_FQCN):
-        try:
-            from ansible.plugins.loader import callback_loader
-            callback_loader._load_config_defs(CALLBACK_FQCN, module, module.__file__)
-        except Exception:  # private API of ansible-core: fall back to what it does
-            import yaml
-            options = (yaml.safe_load(module.DOCUMENTATION) or {}).get("options") or {}
-            C.config.initialize_plugin_configuration_definitions("callback", CALLBACK_FQCN, options)
+        # What the plugin loader registers: the options of the callback's docs and of the collection's doc fragments
+        # they extend (read here directly: in a process that imported the collection as a plain package, as pytest
+        # does, ansible-core's fragment loader does not find it).
+        doc = yaml.safe_load(module.DOCUMENTATION) or {}
+        options = dict(doc.get("options") or {})
+        for name in doc.get("extends_documentation_fragment") or ():
+            fragment = importlib.import_module(FRAGMENTS_PACKAGE + name.rsplit(".", 1)[1]).ModuleDocFragment
+            options.update(yaml.safe_load(fragment.DOCUMENTATION).get("options") or {})
+        C.config.initialize_plugin_configuration_definitions("callback", CALLBACK_FQCN, options)
     cls = module.CallbackModule
     callback = cls.__new__(cls)
     # What PluginLoader._update_object sets before __init__.
