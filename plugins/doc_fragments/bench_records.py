@@ -2,8 +2,12 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Options that label and parse result records (module_utils/_results.py's record_options()), shared by bench_facts
-(parse) and bench_run (run)."""
+(parse) and bench_run (run). The tool choices are the parsers' registry's (module_utils/_parse/registry.py)."""
 from __future__ import annotations
+
+import yaml  # ansible-core's own dependency; doc fragments are read on the controller only
+
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.registry import TOOLS
 
 
 class ModuleDocFragment:
@@ -13,11 +17,10 @@ options:
     description:
       - Which tool produced the output.
       - V(auto) takes the tool from the basename of the command run (the first element of
-        O(diskproof.fleet.bench_run#module:argv)) when it is C(dd), C(fio), C(sysbench), C(bonnie++) or C(ioping),
-        else recognises the output itself.
+        O(diskproof.fleet.bench_run#module:argv)) when that program runs one of the other choices, else recognises the
+        output itself.
       - V(bonnie) is bonnie++ (and C(bon_csv2txt) output).
     type: str
-    choices: [auto, dd, fio, sysbench, bonnie, ioping]
     default: auto
   target:
     description:
@@ -69,3 +72,14 @@ options:
     type: str
     choices: [read, write, copy]
 """
+
+
+def _with_tool_choices(documentation: str) -> str:
+    doc = yaml.safe_load(documentation)
+    doc["options"]["tool"]["choices"] = ["auto"] + list(TOOLS)
+    return yaml.safe_dump(doc, sort_keys=False, width=120)
+
+
+# Set outside the class body, where ansible-test's yamllint reads every assignment as a string literal; the fragment
+# loader finds it as any class attribute.
+ModuleDocFragment.DOCUMENTATION = _with_tool_choices(ModuleDocFragment.DOCUMENTATION)

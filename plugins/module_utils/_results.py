@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ._blockdev import whole_disk_name
 from ._input_file import InputFileError, read_regular_file
 from ._parse.detect import tool_from_argv
+from ._parse.registry import TOOLS as PARSED_TOOLS
 from ._parse.records import (
     ParseError,
     apply_exit_code,
@@ -35,7 +36,7 @@ from ._parse.records import (
     tool_errors,
 )
 
-TOOLS = ["auto", "dd", "fio", "sysbench", "bonnie", "ioping"]
+TOOLS = ["auto"] + list(PARSED_TOOLS)
 
 # Options of both modules: which tool, and how the records are labelled and judged.
 _RECORD_OPTIONS: Dict[str, Dict[str, Any]] = dict(

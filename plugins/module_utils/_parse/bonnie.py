@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line, shared_messages
+from .records import job_ident, latency_ns, partial_result
 from .units import UNSIGNED, byte_factor, finite, ns_per, parse_unsigned
+from .values import SP
 
 TOOL = "bonnie"
 TOO_FAST = "+++++"
@@ -492,3 +494,45 @@ def parse(text: str) -> List[BonnieRun]:
         run.warnings.extend(warnings)
         _too_fast_warnings(run)
     return runs
+
+
+# ---------------------------------------------------------------------------------------------- the registry's interface
+
+# bonnie++: its text table header, its "Using uid" and usage lines; CSV lines are checked one by one.
+_BONNIE_MARKERS = re.compile((
+    r"^(?:{sp}*Version{sp}+\S+{sp}+-+Sequential (?:Output|Create)-+"
+    r"|Using uid:[0-9]+, gid:[0-9]+\.$"
+    r"|bonnie\+\+ \[-d scratch-dir\])").replace("{sp}", SP),
+    re.MULTILINE,
+)
+
+
+def _bonnie_csv(text: str) -> bool:
+    return any(looks_like_csv(line.strip()) for line in text.splitlines() if line.count(",") >= 26)
+
+
+def recognise(text: str) -> Optional[int]:
+    """tool=auto: bonnie++'s text table, its usage or uid lines, or one of its CSV lines (rank 4)."""
+    return 4 if _BONNIE_MARKERS.search(text) or _bonnie_csv(text) else None
+
+
+def _result(run: BonnieRun) -> Dict[str, Any]:
+    """One bonnie++ run: block output is the write rate, block input the read rate, random seeks the
+    read ops/s; latencies are bonnie++'s maximum latency of those tests."""
+    result = partial_result("bonnie", run.version, job_ident(run.name, run.index))
+    result.update(error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    metrics["write_bytes_per_s"] = run.rates.get("put_block")
+    metrics["read_bytes_per_s"] = run.rates.get("get_block")
+    metrics["read_iops"] = run.rates.get("seeks")
+    for name, test in (("write", "put_block"), ("read", "get_block")):
+        worst = run.latency_ns.get(test)
+        if worst is not None:
+            metrics["latency_ns"][name] = latency_ns(max=worst)
+    return result
+
+
+def records(text: str, direction: Optional[str] = None, argv: Optional[List[str]] = None) -> List[Dict[str, object]]:
+    """One partial record per bonnie++ run of text: block output writes, block input reads, seeks read IOPS."""
+    del direction, argv
+    return [_result(run) for run in parse(text)]

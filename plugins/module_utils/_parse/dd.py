@@ -30,10 +30,12 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line
+from .records import partial_result
 from .units import byte_factor, decimal_places, parse_decimal
+from .values import line_markers
 
 TOOL = "dd"
 
@@ -612,3 +614,42 @@ def resolve_direction(run: DdRun, stated: Optional[str] = None,
     if shown is None:
         return None, []
     return shown, ["dd direction %s inferred from %s" % (shown, where)]
+
+
+# ---------------------------------------------------------------------------------------------- the registry's interface
+
+DD_DIRECTIONS = {"read": ("read",), "write": ("write",), "copy": ("read", "write")}
+_DD_MARKERS = line_markers(
+    r"[0-9]+\+[0-9]+ \S",  # N+M records in|out (any locale)
+    r"[0-9]+ bytes transferred in ",  # BSD, coreutils 5
+    r"[0-9]+ \S+ (?:\([^()\n]*\) )?[^,\n]+, [0-9][0-9.,eE+-]* (?:s|seconds), ",  # GNU, busybox summary
+    r"(?:\S*/)?dd: ",
+)
+
+
+def recognise(text: str) -> Optional[int]:
+    """tool=auto: dd's summary or its own messages (rank 1, after fio's JSON and text output)."""
+    return 1 if _DD_MARKERS.search(text) else None
+
+
+def _result(run: DdRun, direction: Optional[str], notes: Optional[List[str]] = None) -> Dict[str, Any]:
+    """One dd run as a partial record; direction (read, write, copy) says which rate it fills. The rate is
+    always kept as metrics.transfer_bytes_per_s too, so a run of unknown direction never loses its figure."""
+    result = partial_result("dd", None, {"name": None, "index": run.index, "groupid": None, "client": None})
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error,
+                  warnings=list(run.warnings) + list(notes or []))
+    rate = run.bytes_per_s
+    result["metrics"]["transfer_bytes_per_s"] = rate
+    if rate is not None and direction not in DD_DIRECTIONS:
+        result["warnings"].append(
+            "dd direction unknown (read, write or copy): rate %.5g B/s kept as metrics.transfer_bytes_per_s only, "
+            "which the report does not judge; parse again with direction=read|write|copy" % rate
+        )
+    for name in DD_DIRECTIONS.get(direction or "", ()):
+        result["metrics"][name + "_bytes_per_s"] = rate
+    return result
+
+
+def records(text: str, direction: Optional[str] = None, argv: Optional[List[str]] = None) -> List[dict]:
+    """One partial record per dd run of text; direction (read, write, copy) as resolve_direction finds it."""
+    return [_result(run, *resolve_direction(run, direction, argv)) for run in parse(text)]

@@ -33,7 +33,9 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from .errors import ParseError
 from .fio_job import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, SteadyState, error_lines_by_code,
                       error_message, exercised, make_direction, noise_warnings, pick_latency)
+from .records import partial_result
 from .units import KIB, NS_PER_US
+from .values import SP, line_markers
 
 AGGREGATE_CLIENT = "All clients"
 MAX_INTEGER = 2 ** 64  # fio's counters are 64-bit; anything larger is not fio output
@@ -374,3 +376,46 @@ def parse(text: str) -> List[FioJob]:
     if not jobs:
         raise ParseError(TOOL, "at least one job in the fio JSON output", '"jobs": []')
     return jobs
+
+
+# ---------------------------------------------------------------------------------------------- the registry's interface
+
+# Strong fio markers: its JSON keys. Weak: its "fio: ..." messages (a failed run without JSON).
+_FIO_JSON = re.compile(r'"(?:fio version|client_stats)"\s*:|^{sp}*"jobs"{sp}*:{sp}*\['.replace("{sp}", SP),
+                       re.MULTILINE)
+_FIO_MESSAGE = line_markers(r"fio(?:: |-[0-9])")
+
+
+def recognise(text: str) -> Optional[int]:
+    """tool=auto: fio's JSON keys or its normal or terse output (rank 0); its own messages alone (rank 2, after dd)."""
+    from .fio_text import recognise as looks_like_fio_text   # here: a run that names its tool never needs it
+    if _FIO_JSON.search(text) or looks_like_fio_text(text):
+        return 0
+    return 2 if _FIO_MESSAGE.search(text) else None
+
+
+def _result(job: FioJob) -> Dict[str, Any]:
+    """One fio job as a partial record: both directions filled when the job did both."""
+    ident = {"name": job.name, "index": job.index, "groupid": job.groupid, "client": job.client}
+    result = partial_result("fio", job.tool_version, ident)
+    result.update(bytes=job.bytes, seconds=job.seconds, error=job.error, warnings=list(job.warnings))
+    metrics = result["metrics"]
+    for name in ("read", "write"):
+        found = getattr(job, name)
+        if found is not None:
+            metrics[name + "_bytes_per_s"] = found.bytes_per_s
+            metrics[name + "_iops"] = found.iops
+            metrics["latency_ns"][name] = found.latency_ns
+    if job.trim is not None:
+        result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
+    metrics["fsyncs_per_s"] = job.fsyncs_per_s
+    if job.steadystate is not None:
+        # Not a record field as it is: bench_run turns it into the record's steady_state (module_utils/_steady.py).
+        result["steadystate"] = job.steadystate
+    return result
+
+
+def records(text: str, direction: Optional[str] = None, argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """One partial record per fio job of text (JSON, else normal or terse output); fio says each figure's direction."""
+    del direction, argv
+    return [_result(job) for job in parse(text)]

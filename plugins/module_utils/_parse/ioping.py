@@ -52,10 +52,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, shared_messages, stripped_lines
+from .records import job_ident, latency_ns, partial_result
 from .units import NS_PER_S, UNSIGNED, byte_factor, count_factor, finite, ns_per, parse_unsigned
+from .values import line_markers
 
 TOOL = "ioping"
 READ = "read"
@@ -480,3 +482,55 @@ def parse(text: str, argv: Optional[List[str]] = None, direction: Optional[str] 
         if run.source != "message":
             _direction(run, dirs[index], argv, direction)
     return runs
+
+
+# ---------------------------------------------------------------------------------------------- the registry's interface
+
+# ioping: its statistics header and request lines (never ping's "--- host ping statistics ---").
+_IOPING_MARKERS = line_markers(
+    r"--- .* ioping statistics ---{sp}*$",
+    r"[0-9.]+ ?[KMGTPE]?i?B (?:<<<|>>>) .*: request=[0-9]+ time=",
+    r"[0-9]+ bytes from .*: request=[0-9]+ time=[0-9.]+ ms",
+)
+# Weak ioping markers: its own messages, and raw -B lines (10 integers, 1.x) alone in the text.
+_IOPING_MESSAGE = line_markers(r"(?:\S*/)?ioping: ")
+_IOPING_RAW_LINE = re.compile(r"[0-9]{1,30}(?: [0-9]{1,30}){9}")
+
+
+def _only_ioping_raw_lines(text: str) -> bool:
+    """Every non-blank line is an ioping -B raw line of 10 integers, and there is one."""
+    found = False
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if not _IOPING_RAW_LINE.fullmatch(line):
+            return False
+        found = True
+    return found
+
+
+def recognise(text: str) -> Optional[int]:
+    """tool=auto: ioping's statistics header, request lines or messages, or raw -B lines alone (rank 5)."""
+    return 5 if _IOPING_MARKERS.search(text) or _IOPING_MESSAGE.search(text) or _only_ioping_raw_lines(text) else None
+
+
+def _result(run: IopingRun) -> Dict[str, Any]:
+    """One ioping statistics block (or raw line): its figures go to the direction ioping tested."""
+    result = partial_result("ioping", None, job_ident(run.target, run.index))
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    if run.direction in ("read", "write"):
+        metrics[run.direction + "_bytes_per_s"] = run.bytes_per_s
+        metrics[run.direction + "_iops"] = run.iops
+        if run.avg_ns is not None and run.requests:
+            metrics["latency_ns"][run.direction] = latency_ns(
+                mean=run.avg_ns, min=run.min_ns, max=run.max_ns, stdev=run.mdev_ns)
+    elif run.direction == "mixed":
+        result["warnings"].append("ioping alternated reads and writes (-G): figures not attributed to a direction")
+    return result
+
+
+def records(text: str, direction: Optional[str] = None, argv: Optional[List[str]] = None) -> List[Dict[str, object]]:
+    """One partial record per ioping statistics block (or raw line) of text, in the direction ioping tested."""
+    return [_result(run) for run in parse(text, argv, direction)]

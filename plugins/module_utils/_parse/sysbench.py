@@ -39,10 +39,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import ParseError, RunIssues, first_line, stripped_lines
+from .records import PERCENTILE_KEYS, job_ident, latency_ns, partial_result
 from .units import NS_PER_TIME_UNIT, UNSIGNED, byte_factor, finite, parse_unsigned
+from .values import line_markers
 
 TOOL = "sysbench"
 MIB = 2 ** 20
@@ -576,3 +578,54 @@ def direction_of(run: SysbenchRun) -> Optional[str]:
     if run.mode == "rndrw":
         return "mixed"
     return None
+
+
+# ---------------------------------------------------------------------------------------------- the registry's interface
+
+# sysbench: its banner, and the first line of each results layout (0.4/0.5, 1.0, prepare). The banner's
+# version is taken whole ((?![0-9]|\.[0-9])): what follows it cannot take back some of its digits.
+_SYSBENCH_MARKERS = line_markers(
+    r"sysbench [0-9]+(?:\.[0-9]+)+(?![0-9]|\.[0-9])[^\s:]*(?::\s|{sp}+\(|{sp}*$)",
+    r"Operations performed:{sp}+[0-9]+ (?:Read|reads), [0-9]+ (?:Write|writes), ",
+    r"File operations:{sp}*\n\s*reads/s:",
+)
+
+
+def recognise(text: str) -> Optional[int]:
+    """tool=auto: sysbench's banner or the first line of one of its result layouts (rank 3)."""
+    return 3 if _SYSBENCH_MARKERS.search(text) else None
+
+
+def _result(run: SysbenchRun) -> Dict[str, Any]:
+    """One sysbench run: reads/s and writes/s go to the directions the test mode exercises; the one
+    latency sysbench reports (all requests, fsyncs included) to that direction when there is one."""
+    result = partial_result("sysbench", run.version, job_ident(run.mode or run.test, run.index))
+    result.update(bytes=run.bytes, seconds=run.seconds, error=run.error, warnings=list(run.warnings))
+    metrics = result["metrics"]
+    direction = direction_of(run)
+    if direction is None:
+        directions = [name for name, rate in (("read", run.reads_per_s), ("write", run.writes_per_s)) if rate]
+    else:
+        directions = ["read", "write"] if direction == "mixed" else [direction]
+    figures = {"read": (run.read_bytes_per_s, run.reads_per_s), "write": (run.write_bytes_per_s, run.writes_per_s)}
+    for name in directions:
+        metrics[name + "_bytes_per_s"], metrics[name + "_iops"] = figures[name]
+    metrics["fsyncs_per_s"] = run.fsyncs_per_s or None
+    latency = run.latency
+    if latency is not None and run.completed_requests:
+        rank = latency.percentile_rank
+        percentiles = {key: latency.percentile for wanted, key in PERCENTILE_KEYS
+                       if rank is not None and abs(rank - wanted) < 1e-6}
+        found = latency_ns(mean=latency.avg, min=latency.min, max=latency.max, **percentiles)
+        if len(directions) == 1:
+            metrics["latency_ns"][directions[0]] = found
+        else:
+            result["warnings"].append("sysbench reports one latency for reads, writes and fsyncs together: "
+                                      "not attributed to a direction")
+    return result
+
+
+def records(text: str, direction: Optional[str] = None, argv: Optional[List[str]] = None) -> List[Dict[str, object]]:
+    """One partial record per sysbench run of text; its test mode says the direction."""
+    del direction, argv
+    return [_result(run) for run in parse(text)]

@@ -449,7 +449,7 @@ def test_detect_tool_recognises_every_fixture(directory, name, tool):
 def test_detect_tool_refuses_unknown_output(text):
     with pytest.raises(ParseError) as caught:
         detect.detect_tool(text)
-    assert "expected dd or fio output" in str(caught.value)
+    assert "expected dd, fio, sysbench fileio, bonnie++ or ioping output" in str(caught.value)
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,9 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio_
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.errors import ParseError
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.registry import TOOLS
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
-TOOLS = ("dd", "fio", "sysbench", "bonnie", "ioping")
 MAX_EXAMPLES = {
     "dd": 1500, "fio": 1200, "fio_json": 1000, "fio_text": 1000, "sysbench": 1500, "bonnie": 1500, "ioping": 1500,
     "auto": 1500, "random": 500, "dd_direction": 600, "dd_command": 600,
