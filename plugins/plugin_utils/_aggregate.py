@@ -42,9 +42,9 @@ The primary metric of a record (``primary_metric``):
 One path: a record is read once, into ``RecordFacts`` (``record_facts``): the few values judging
 and the writers need, so the record itself need not stay in memory (the callback spools it).
 ``judge_entries`` judges facts into ``Entry`` tuples; ``judge_report`` adds the report's other
-sections (the callback writes the entries one by one: ``entry_json_parts``, its report.json line
-around the record's own JSON text); ``build_report`` is ``judge_report`` with every entry as a
-dict (``entry_dict``), for the filter. docs/benchmarks.md measures it at 10,000 hosts x 12 results.
+sections. Every writer reads those entries (plugin_utils/_report.py): report.json is
+``report_json_chunks`` (each entry's line around the record's own JSON text), and ``build_report``,
+the filter's, is that text read back. docs/benchmarks.md measures it at 10,000 hosts x 12 results.
 """
 from __future__ import annotations
 
