@@ -87,9 +87,12 @@ def replace(lines: Sequence[str], section: Section, new_body: Sequence[str]) -> 
 
 
 def commit_of(root: Path) -> str:
-    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
-                          text=True, check=False)
-    return done.stdout.strip() or "unknown"
+    """HEAD, marked +changes when the code measured (plugins/, benchmarks/) differs from it."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip() or "unknown"
+    changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "plugins", "benchmarks"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return head + (" +changes" if changed else "")
 
 
 def run(section: Section, root: Path) -> subprocess.CompletedProcess:
