@@ -11,7 +11,7 @@ import subprocess
 import jinja2
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
+from ansible_collections.diskproof.fleet.plugins.module_utils._plan import CATALOG, Settings, TargetFacts, build_plan
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "templates" / "fio_job.ini.j2"
 SETTINGS = Settings(run_id="20261122T000000Z-abcd", memory_bytes=1 << 30, profile="full")
@@ -22,7 +22,8 @@ RAW_JOBS = [job for granted in ("raw_read", "raw_write") for job in build_plan(
     [TargetFacts(path="/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", kind="raw", device_path="/dev/sdc", device="sdc",
                  device_size_bytes=(1 << 30) + 4096, granted_class=granted)], SETTINGS,
 ).jobs if job["fio"]]
-READ_ONLY = ("fio_rand_read", "fio_rand_read_qd1", "fio_seq_read")
+# The fio tests the catalog declares read-only on a raw device (CatalogEntry.raw).
+READ_ONLY = tuple(test for test, entry in CATALOG.items() if entry.tool == "fio" and entry.raw == "read")
 
 
 def render(job):
@@ -44,9 +45,10 @@ def settings_of(text):
 
 
 def test_the_catalog_has_the_fio_tests():
-    assert sorted(job["test"] for job in FIO_JOBS) == [
-        "fio_commit_rate", "fio_mixed_70_30", "fio_rand_read", "fio_rand_read_qd1", "fio_rand_write",
-        "fio_rand_write_qd1", "fio_seq_read", "fio_seq_write"]
+    # Every fio test of the full profile (the SSD steady-state tests: test_ssd_steady_state.py).
+    assert sorted(job["test"] for job in FIO_JOBS) == sorted(
+        test for test, entry in CATALOG.items() if entry.tool == "fio" and not entry.raw_only)
+    assert "fio_rand_read" in READ_ONLY and "fio_rand_write" not in READ_ONLY
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_read") == sorted(READ_ONLY)
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_write") == sorted(
         job["test"] for job in FIO_JOBS)

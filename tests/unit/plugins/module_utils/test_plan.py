@@ -211,7 +211,9 @@ def test_profile_defaults_and_overrides():
 def test_plan_lines_print_sizes_space_and_estimates():
     plan = build_plan([disk()], settings(profile="quick"))
     lines = plan_lines(plan, 128 * MIB, None)
-    assert lines[0].startswith("profile quick: 5 tests, 5 jobs, 2 run(s) each (up to 3 when unstable), about ")
+    count = len(PROFILES["quick"].tests)
+    assert lines[0].startswith("profile quick: %d tests, %d jobs, 2 run(s) each (up to 3 when unstable), about "
+                               % (count, count))
     assert lines[1] == "test file 256.0 MiB = 2 x memory figure 128.0 MiB, rounded to whole blocks"
     assert lines[2].startswith("/srv/a: needs 256.0 MiB, keeps 10.0 GiB free of 100.0 GiB available")
     assert any(line.startswith("fio_rand_read ") and "~24s" in line for line in lines)
@@ -307,18 +309,36 @@ def raw(device="/dev/sdc", size=GIB, granted="raw_read", logical=512, physical=4
                        **extra)
 
 
-READ_TESTS = ["dd_seq_read", "zcav_sweep", "fio_rand_read", "fio_rand_read_qd1", "fio_seq_read", "ioping_latency"]
-WRITE_TESTS = ["dd_seq_write_direct", "fio_seq_write", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
-               "fio_commit_rate"]
+# What the catalog declares each test does to a raw device (CatalogEntry.raw), in catalog order. The declaration is
+# checked against the commands the plan makes (test_every_read_test_reads_a_raw_read_device_with_read_only_commands).
 # raw_write devices only (never a directory), not in the full profile: tests/unit/.../test_ssd_steady_state.py
 SSD_TESTS = ["ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read"]
-FILESYSTEM_TESTS = ["dd_seq_write", "dd_block_sweep", "bonnie", "sysbench_rndrd", "sysbench_fsync"]
+READ_TESTS = [test for test, entry in CATALOG.items() if entry.raw == "read"]
+WRITE_TESTS = [test for test, entry in CATALOG.items() if entry.raw == "write" and test not in SSD_TESTS]
+FILESYSTEM_TESTS = [test for test, entry in CATALOG.items() if entry.raw == ""]
 
 
-def test_the_catalog_says_what_each_test_does_to_a_raw_device():
-    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "read") == sorted(READ_TESTS)
-    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "write") == sorted(WRITE_TESTS + SSD_TESTS)
-    assert sorted(test for test, entry in CATALOG.items() if entry.raw == "") == sorted(FILESYSTEM_TESTS)
+def read_only_command(argv, device):
+    """Whether a command only reads the device: dd from it to /dev/null, fio --readonly, ioping without -W."""
+    if argv[0] == "dd":
+        return "if=" + device in argv and "of=/dev/null" in argv
+    if argv[0] == "fio":
+        return "--readonly" in argv
+    if argv[0] == "ioping":
+        return not any(arg.startswith("-W") for arg in argv) and argv[-1] == device
+    return False
+
+
+def test_every_read_test_reads_a_raw_read_device_with_read_only_commands():
+    assert READ_TESTS and WRITE_TESTS and FILESYSTEM_TESTS
+    plan = build_plan([raw(size=GIB)], settings(tests=tuple(READ_TESTS)))
+    assert sorted({job["test"] for job in plan.jobs}) == sorted(READ_TESTS)
+    for job in plan.jobs:
+        commands = [step["argv"] for step in job["sweep"]] if job["sweep"] else [job["argv"]]
+        assert job["setup"] == [] and job["cleanup"] == [] and job["creates"] is None, job["test"]
+        assert all(read_only_command(argv, "/dev/sdc") for argv in commands), (job["test"], commands)
+        assert not job["fio"] or (job["fio"]["readonly"] is True and job["fio"]["filename"] == "/dev/sdc"
+                                  and job["fio"]["rw"] in ("read", "randread")), job["test"]
 
 
 def extent(job):
@@ -354,11 +374,9 @@ def test_raw_read_runs_only_the_read_tests_on_the_device_node_and_creates_nothin
     assert plan.raw_targets == {"/dev/sdc": {"device_path": "/dev/sdc", "device": "sdc", "class": "raw_read",
                                              "size_bytes": GIB, "logical_block_size": 512, "physical_block_size": 4096}}
     write_warning, fs_warning = plan.warnings
-    assert write_warning.startswith("/dev/sdc (raw_read): skipped dd_seq_write_direct, fio_seq_write, fio_rand_write, "
-                                    "fio_rand_write_qd1, fio_mixed_70_30, fio_commit_rate: they write to the device")
+    assert write_warning.startswith("/dev/sdc (raw_read): skipped %s: they write to the device" % ", ".join(WRITE_TESTS))
     assert "diskproof_destructive" in write_warning and "diskproof_destructive_allow" in write_warning
-    assert fs_warning.startswith("/dev/sdc (raw_read): skipped dd_seq_write, dd_block_sweep, bonnie, sysbench_rndrd, "
-                                 "sysbench_fsync: they need a filesystem")
+    assert fs_warning.startswith("/dev/sdc (raw_read): skipped %s: they need a filesystem" % ", ".join(FILESYSTEM_TESTS))
 
 
 def test_raw_jobs_read_the_device_itself_with_read_only_commands():
@@ -436,15 +454,19 @@ def test_filesystem_tests_asked_explicitly_are_skipped_on_a_raw_target_only():
 
 def test_a_profile_on_raw_read_skips_with_reasons_instead_of_failing():
     plan = build_plan([raw()], settings(profile="quick"))
-    assert plan.tests == ["dd_seq_read", "fio_rand_read"]
-    assert [(entry["test"], entry["reason"]) for entry in plan.skipped] == [
-        ("dd_seq_write", "needs_filesystem"), ("fio_rand_write", "needs_raw_write"), ("fio_commit_rate", "needs_raw_write")]
+    quick = PROFILES["quick"].tests
+    assert plan.tests == [test for test in quick if test in READ_TESTS] and "dd_seq_write" in quick
+    skipped = [(test, "needs_filesystem" if test in FILESYSTEM_TESTS else "needs_raw_write")
+               for test in quick if test not in READ_TESTS]
+    assert [(entry["test"], entry["reason"]) for entry in plan.skipped] == skipped
     lines = plan_lines(plan, 128 * MIB, None)
     assert lines[2] == ("/dev/sdc: raw device /dev/sdc (raw_read), 1.0 GiB, logical block 512 B: tests run on the device "
                         "node, each within min(test file, device), the ZCAV sweep over the whole device; nothing is "
                         "created")
-    assert lines[-2].startswith("warning: /dev/sdc (raw_read): skipped fio_rand_write, fio_commit_rate: they write")
-    assert lines[-1].startswith("warning: /dev/sdc (raw_read): skipped dd_seq_write: they need a filesystem")
+    assert lines[-2].startswith("warning: /dev/sdc (raw_read): skipped %s: they write" % ", ".join(
+        test for test, reason in skipped if reason == "needs_raw_write"))
+    assert lines[-1].startswith("warning: /dev/sdc (raw_read): skipped %s: they need a filesystem" % ", ".join(
+        test for test, reason in skipped if reason == "needs_filesystem"))
 
 
 def test_raw_write_also_runs_the_write_tests_within_the_device():
