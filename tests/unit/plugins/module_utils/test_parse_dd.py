@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, detect
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import dd, detect, registry
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import (
     apply_exit_code,
     describe_signal,
@@ -449,7 +449,10 @@ def test_detect_tool_recognises_every_fixture(directory, name, tool):
 def test_detect_tool_refuses_unknown_output(text):
     with pytest.raises(ParseError) as caught:
         detect.detect_tool(text)
-    assert "expected dd, fio, sysbench fileio, bonnie++ or ioping output" in str(caught.value)
+    # Every tool of the registry, by how a message names its output (a new parser joins the list).
+    expected = str(caught.value).split("expected ", 1)[1].split(" output", 1)[0]
+    assert expected.startswith("dd, fio, sysbench fileio, bonnie++") and " or " in expected
+    assert re.split(", | or ", expected) == [parser.description for parser in registry.PARSERS]
 
 
 @pytest.mark.parametrize(
