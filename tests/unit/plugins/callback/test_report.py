@@ -20,6 +20,8 @@ import yaml
 from ansible.release import __version__ as ansible_version
 from lxml import etree
 
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import VERDICTS
+
 SEQ_BLOCK_SIZE = 1048576
 RAND_BLOCK_SIZE = 4096
 
@@ -187,7 +189,9 @@ EXPECTED_CSV_ROWS = [
     ["n02", D0, "sdb", "fio_rand_read", "fio", "pass", "'+6.3% vs median 19750 IOPS (n=4)", "86016000.0", "", "21000.0", "", "10.0", "860160000", ""],
 ]
 
-EXPECTED_COUNTS = {"error": 2, "not_measured": 3, "invalid": 0, "not_steady": 0, "slow": 0, "regressed": 0, "outlier": 2, "unstable": 0, "pass": 5}
+# Every verdict is counted (the judge's list: _aggregate.VERDICTS), most of them 0 here.
+EXPECTED_COUNTS = dict({verdict: 0 for verdict in VERDICTS}, error=2, not_measured=3, outlier=2)
+EXPECTED_COUNTS["pass"] = 5
 EXPECTED_HOSTS = {
     "n01": {"status": "ok", "records": 3, "problems": []},
     "n02": {"status": "failed", "records": 2, "problems": [{"task": "Random read", "status": "failed", "message": "fio exited 1 without output"}]},
@@ -268,7 +272,7 @@ def test_report_json_hosts_groups_rules(fleet_report):
     assert fleet_report["hosts"] == EXPECTED_HOSTS
     assert fleet_report["groups"] == EXPECTED_GROUPS
     rules = dict(fleet_report["rules"])
-    assert rules.pop("verdict_precedence") == ["error", "not_measured", "invalid", "not_steady", "slow", "regressed", "outlier", "unstable", "pass"]
+    assert rules.pop("verdict_precedence") == list(VERDICTS) and VERDICTS[0] == "error" and VERDICTS[-1] == "pass"
     assert rules == {"outlier_fraction": 0.15, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
                      "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "unstable_fails": True,
                      "cache_bypass_min_fraction": 0.95, "acceptance": [], "source": None, "errors": []}
