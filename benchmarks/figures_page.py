@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write a section of docs/benchmarks.md, the current figures: run the benchmark its marker names and put what it

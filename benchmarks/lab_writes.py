@@ -104,7 +104,7 @@ class BusyLoops:
         self.processes: List[subprocess.Popen] = []
 
     def __enter__(self) -> "BusyLoops":
-        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.count)]
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _loop in range(self.count)]
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -127,7 +127,7 @@ def part_credit(workdir: pathlib.Path) -> Dict[str, Any]:
     with Lab(spec("lwc", 93, 1, 64 * MIB), workdir) as lab:
         (mount,) = lab.mounts()
         for pause in PAUSES_S:
-            rates = [dd_rates([mount], 256, pause)[0] for _ in range(4)]
+            rates = [dd_rates([mount], 256, pause)[0] for _repeat in range(4)]
             rows.append({"pause_s": pause, "mb_per_s": rates, "min_error": min(errors(rates, truth)),
                          "max_error": max(errors(rates, truth))})
             print("credit: pause %.2f s: %s MB/s (throttle %.1f)" % (pause, " ".join("%.1f" % rate for rate in rates),
@@ -144,7 +144,7 @@ def part_images(workdir: pathlib.Path) -> Dict[str, Any]:
                 mounts = lab.mounts()
                 with BusyLoops(busy):
                     before = cpu_jiffies()
-                    rounds = [dd_rates(mounts, 256, 0.3) for _ in range(4)]
+                    rounds = [dd_rates(mounts, 256, 0.3) for _round in range(4)]
                     used = cpu_jiffies() - before
             flat = [rate for rates in rounds for rate in rates]
             row = {"sparse": sparse, "busy_loops": busy, "rounds": rounds, "min_error": min(errors(flat, truth)),

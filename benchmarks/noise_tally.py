@@ -207,7 +207,7 @@ def awx_run(workdir: pathlib.Path, number: int) -> Run:
                 disk = hosts["all"]["children"]["lab"]["hosts"][AWX_SLOWED]["diskproof_lab_disks"][0]
                 slow_disk(disk["major_minor"], SLOWED_BYTES_PER_S)
             jobs.append(runner_job(private_dir, ident, lab.inventory, extravars))
-    (rc1, summary1, _), (rc2, summary2, report2), (rc3, summary3, report3) = jobs
+    (rc1, summary1, _report1), (rc2, summary2, report2), (rc3, summary3, report3) = jobs
     verdicts3 = {(entry["host"], entry["test"]): entry["verdict"] for entry in report3["results"]}
     failing3 = {(row["host"], row["test"]): row["verdict"] for row in summary3.get("failing") or []}
     slowed = {key: verdict for key, verdict in failing3.items() if key[0] == AWX_SLOWED}
@@ -248,6 +248,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs of each part (default 5)")
     parser.add_argument("--json", help="write every run's outcome to this file")
     parser.add_argument("--markdown", action="store_true", help="print the runs as a Markdown table at the end")
+    parser.add_argument("--keep", metavar="DIR", help="keep every run's reports in DIR (default: a temporary directory, "
+                                                      "removed at the end)")
     args = parser.parse_args(argv)
     parts = [part.strip() for part in args.parts.split(",") if part.strip()]
     unknown = sorted(set(parts) - set(PARTS))
@@ -255,7 +257,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("unknown part(s): %s (known: %s)" % (", ".join(unknown), ", ".join(PARTS)))
     outcomes: Dict[str, List[Run]] = {}
     try:
-        with tempfile.TemporaryDirectory(prefix="diskproof-noise-tally-") as workdir:
+        with tempfile.TemporaryDirectory(prefix="diskproof-noise-tally-") as scratch:
+            workdir = args.keep or scratch
+            pathlib.Path(workdir).mkdir(parents=True, exist_ok=True)
             for part in parts:
                 outcomes[part] = []
                 for number in range(1, args.runs + 1):

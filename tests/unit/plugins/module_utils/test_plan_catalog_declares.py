@@ -97,7 +97,7 @@ def test_docs_list_each_profile_s_tests():
         if name == "full":
             assert listed[name] == "every test above but the `ssd_*` ones"
             continue
-        assert [test for test in listed[name].replace("then ", "").split(" (")[0].split(", ")] == list(profile.tests), name
+        assert listed[name].replace("then ", "").split(" (")[0].split(", ") == list(profile.tests), name
 
 
 def test_the_profiles_are_named_the_same_everywhere():
