@@ -39,15 +39,19 @@ SANITY_TOP := /tmp/diskproof-sanity
 SANITY_ROOT := $(SANITY_TOP)/ansible_collections/diskproof/fleet
 
 # The ansible-core versions meta/runtime.yml claims besides the venv's own (2.19): on each, the unit
-# tests of code that runs on ansible-core (callback, filters, lookups, action, modules, role
-# templates, plugin_utils); sanity on the oldest. The pure-stdlib module_utils and parser tests
-# import nothing from ansible and run once, on 2.19 (docs/tests.md, "Core-version matrix": the
-# times this choice rests on).
+# tests whose outcome goes through ansible-core: the callback, lookups, filters and the action plugin
+# in real ansible-playbook runs, role templates and argument specs (Templar, playbooks), the modules'
+# AnsibleModule (options, check mode, results, warnings), play_forks (CLI context); sanity on the
+# oldest. What runs on plain Python once ansible-core has handed over runs once, on 2.19: module_utils,
+# parsers, plugin_utils, the fio template (plain Jinja2), and bench_run's runs of real tools and its
+# signal handling (test_bench_run_runner.py, test_bench_run_cancel.py). docs/tests.md, "Core-version
+# matrix", has the times this choice rests on.
 MATRIX_CORES := 2.17.14 2.18.19
 MATRIX_SANITY_CORE := 2.17.14
 MATRIX_UNIT_TESTS := $(wildcard tests/unit/plugins/action tests/unit/plugins/callback tests/unit/plugins/filter \
-	tests/unit/plugins/lookup tests/unit/plugins/modules tests/unit/plugins/plugin_utils tests/unit/roles \
-	tests/unit/plugins/module_utils/test_quiesce.py)
+	tests/unit/plugins/lookup tests/unit/plugins/modules tests/unit/roles tests/unit/plugins/plugin_utils/test_fleet_waves.py)
+MATRIX_UNIT_IGNORE := tests/unit/plugins/modules/test_bench_run_runner.py tests/unit/plugins/modules/test_bench_run_cancel.py \
+	tests/unit/roles/test_fio_template.py
 
 # Debian packages: the benchmark tools, what the lab needs (sshd, namespaces, loop devices,
 # ext4, systemd-nspawn for its systemd hosts), udevadm for the evidence bundle (a minimal Debian
@@ -60,7 +64,8 @@ DEMO_SPEC := lab/rack6.yml
 DEMO_LAB := rack6
 REPORT_DIR := $(CURDIR)/diskproof-report
 
-.PHONY: help deps apt venv collection demo test lint sanity units integration package molecule clean \
+.PHONY: help deps apt venv collection demo test lint sanity units integration integration-shared integration-alone \
+	package molecule clean \
 	matrix matrix-units matrix-sanity matrix-venvs writes-stamp check-writes
 
 help:
@@ -96,8 +101,15 @@ $(COLLECTION_LINK):
 demo: deps
 	tools/demo "$(DEMO_SPEC)" "$(DEMO_LAB)" "$(REPORT_DIR)"
 
-test: deps writes-stamp lint sanity units matrix integration package molecule check-writes
-	@echo "make test: all passed"
+# The stages of `make test`, timed (tools/ci-stages: each stage's output whole when it ends, then a table of every
+# stage and the end of each failed one's log). Phases run one after the other, lanes (|) side by side: first what
+# needs only the two cores, in two lanes; then the integration test files side by side (their labs mostly wait on
+# throttled disks); then what measures the machine's page cache and so runs with no other lab up: the integration
+# files marked alone, and molecule (its verify holds buffered writes to the lab's speeds); check-writes last.
+# docs/tests.md, "make test", has the times this order rests on.
+CI_PHASES := "units lint package | sanity matrix" "integration-shared" "integration-alone molecule" "check-writes"
+test: deps writes-stamp
+	@MAKE="$(MAKE)" tools/ci-stages "$(CACHE)/stages" $(CI_PHASES)
 
 # After deps (apt installs system packages on purpose): from here on only the checkout and /tmp.
 writes-stamp:
@@ -149,13 +161,18 @@ $(CACHE)/core-%/.installed: requirements-dev.txt
 # The ansible-facing unit tests on every older core the collection claims, and sanity on the oldest.
 matrix: matrix-units matrix-sanity
 
-# One core after the other: run side by side, tests that watch the whole disk's counters or /tmp
-# (test_bench_run_runner.py) would see each other.
+# The cores side by side (none of these tests watches what the whole machine does: the disk's counters and /tmp are
+# test_bench_run_runner.py's), each one's output printed whole when both are done.
 matrix-units: deps matrix-venvs
-	@failed=""; for core in $(MATRIX_CORES); do \
-		venv="$(CACHE)/core-$${core%.*}"; echo "matrix: unit tests on ansible-core $$core"; start=$$(date +%s); \
-		"$$venv/bin/python" -m pytest -q -p no:cacheprovider $(MATRIX_UNIT_TESTS) || failed="$$failed $$core"; \
-		echo "matrix: ansible-core $$core units took $$(( $$(date +%s) - start )) s"; \
+	@for core in $(MATRIX_CORES); do \
+		( start=$$(date +%s); rc=0; "$(CACHE)/core-$${core%.*}/bin/python" -m pytest -q -p no:cacheprovider \
+			$(addprefix --ignore=,$(MATRIX_UNIT_IGNORE)) $(MATRIX_UNIT_TESTS) > "$(CACHE)/matrix-$$core.log" 2>&1 || rc=$$?; \
+		  echo "$$rc $$(( $$(date +%s) - start ))" > "$(CACHE)/matrix-$$core.result" ) & \
+	done; wait; \
+	failed=""; for core in $(MATRIX_CORES); do \
+		read -r rc seconds < "$(CACHE)/matrix-$$core.result"; echo "matrix: unit tests on ansible-core $$core"; \
+		cat "$(CACHE)/matrix-$$core.log"; echo "matrix: ansible-core $$core units took $$seconds s"; \
+		[ "$$rc" = 0 ] || failed="$$failed $$core"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "matrix: unit tests failed on ansible-core$$failed" >&2; exit 1; fi
 
@@ -164,9 +181,22 @@ matrix-sanity: deps matrix-venvs
 	$(call run_sanity,$(CACHE)/core-$(basename $(MATRIX_SANITY_CORE))/bin)
 	@echo "matrix: ansible-core $(MATRIX_SANITY_CORE) sanity took $$(( $$(date +%s) - $$(cat "$(CACHE)/matrix-sanity.start") )) s"
 
-# Real devices, real ansible-playbook runs; they build and remove their own loop devices and labs.
+# Real devices, real ansible-playbook runs; they build and remove their own loop devices and labs. The test files
+# run side by side, a lab each, INTEGRATION_WORKERS at a time; then those marked `alone`, one after the other
+# (tests/integration/conftest.py; docs/tests.md, "Integration tests in parallel": why 4). Per-file times, lab up
+# and down included: $(CACHE)/integration-*.xml.
+INTEGRATION_WORKERS ?= 4
 integration: deps
-	pytest -q --durations=0 tests/integration
+	@rc=0; $(MAKE) --no-print-directory integration-shared || rc=$$?; \
+	$(MAKE) --no-print-directory integration-alone || rc=$$?; exit $$rc
+
+integration-shared: deps
+	pytest -q --durations=0 -n $(INTEGRATION_WORKERS) --dist loadfile --no-loadscope-reorder -m "not alone" \
+		--junitxml=$(CACHE)/integration-shared.xml tests/integration
+
+# Exit code 5: no file is marked alone.
+integration-alone: deps
+	pytest -q --durations=0 -m alone --junitxml=$(CACHE)/integration-alone.xml tests/integration || [ $$? -eq 5 ]
 
 # The tarball users install: build it, install it into an empty path, render the plugin docs.
 package: deps

@@ -28,9 +28,67 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
 
 
 def lab(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    """tools/lab with these arguments (up SPEC, down --name N, cut, heal, ssh ...)."""
-    return subprocess.run([sys.executable, str(LAB_TOOL), *args], capture_output=True, text=True, check=check,
-                          timeout=timeout)
+    """tools/lab with these arguments (up SPEC, down --name N, cut, heal, ssh ...). `up` runs in the lab's own
+    memory cgroup (lab_cgroup), which a successful `down` removes."""
+    argv = [sys.executable, str(LAB_TOOL), *args]
+    command, name = args[0], None
+    if command == "up":
+        name = str(yaml.safe_load(Path(args[-1]).read_text())["name"])
+        procs = lab_cgroup(name) / "cgroup.procs"
+        procs.parent.mkdir(exist_ok=True)
+        argv = ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", str(procs), *argv]
+    elif command == "down" and "--name" in args:
+        name = args[args.index("--name") + 1]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if command == "up":        # a failed up has rolled back what it made (tools/lab)
+            remove_lab_cgroup(name)
+        raise
+    failed = ""
+    if result.returncode:
+        failed = "tools/lab %s: exit code %d\n%s%s" % (
+            " ".join(args), result.returncode, result.stdout[-3000:], result.stderr[-3000:])
+    if name is not None and (result.returncode == 0) == (command == "down"):   # down done, or up failed
+        try:
+            remove_lab_cgroup(name)
+        except AssertionError as error:
+            raise AssertionError("%s\n%s" % (failed, error)) from None
+    if check and failed:
+        raise AssertionError(failed)
+    return result
+
+
+# Every lab runs in a memory cgroup of its own (below this test process's), so its hosts' processes are there:
+# a cache fence is made in the benchmark module's own cgroup (plugins/module_utils/_fence.py), hence the fences
+# of this lab's hosts, SysV and systemd (whose cgroup namespace is rooted there), are in this lab's cgroup and
+# nowhere else. Two labs running side by side (make integration runs test files in parallel) then neither see
+# each other's fences nor take a fence a module of another PID namespace made for stale (the module's pid,
+# looked up in its own namespace, is not running there).
+MEMORY_HIERARCHY = Path("/sys/fs/cgroup/memory")
+
+
+def lab_cgroup(name: str) -> Path:
+    own = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+               if "memory" in line.split(":", 2)[1].split(","))
+    return MEMORY_HIERARCHY / own.lstrip("/") / ("diskproof-test-lab-%s" % name)
+
+
+def remove_lab_cgroup(name: str) -> None:
+    """rmdir the lab's cgroup and what is below it (fences a killed module left), once its processes are gone
+    (`down` killed them; a dying process may hold it a moment)."""
+    top = lab_cgroup(name)
+    deadline = time.monotonic() + 10
+    while top.exists():
+        try:
+            for directory, _dirs, _files in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
+                os.rmdir(directory)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            if time.monotonic() > deadline:
+                raise AssertionError("lab %s: its memory cgroup %s is still in use: %s" % (name, top, error))
+            time.sleep(0.2)
 
 
 def inventory_path(name: str) -> Path:
@@ -178,11 +236,12 @@ def written_sectors(device: str) -> int:
         return int(handle.read().split()[6])
 
 
-def leftover_fences() -> List[str]:
-    """Memory cgroups a cache fence left behind (there must be none after a run)."""
+def leftover_fences(name: str) -> List[str]:
+    """Memory cgroups a cache fence of lab NAME's hosts left behind (there must be none after a run); other labs'
+    fences are in their own cgroups (lab_cgroup)."""
     found: List[str] = []
-    for root, dirs, _files in os.walk("/sys/fs/cgroup/memory"):
-        found.extend(os.path.join(root, name) for name in dirs if name.startswith("diskproof-"))
+    for root, dirs, _files in os.walk(lab_cgroup(name)):
+        found.extend(os.path.join(root, directory) for directory in dirs if directory.startswith("diskproof-"))
     return found
 
 

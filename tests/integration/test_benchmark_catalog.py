@@ -28,7 +28,9 @@ MIB = 1 << 20
 TRUTH = {"dd_seq_write": ("write_bytes_per_s", 50 * MIB), "dd_seq_read": ("read_bytes_per_s", 50 * MIB),
          "fio_rand_read": ("read_iops", 200), "fio_rand_write": ("write_iops", 200)}
 
-pytestmark = needs_root
+# The contrast run reads back through the page cache that every lab shares, and a cache drop or sync of another
+# lab's run would empty it meanwhile: the file runs alone (tests/integration/conftest.py).
+pytestmark = [needs_root, pytest.mark.alone]
 
 
 @pytest.fixture(scope="module")
@@ -101,16 +103,16 @@ def test_quick_profile_is_repeated_fenced_proven_and_cleaned_up(bcat, tmp_path):
     assert records["dd_seq_read"]["device_io"]["read_bytes"] >= 0.95 * records["dd_seq_read"]["bytes"]
     assert "allow_file_create=0" in records["fio_rand_read"]["job_file"]
     assert records["fio_commit_rate"]["metrics"]["fsyncs_per_s"] > 0
-    # Buffered writes through a 6 MiB dirty limit are the one figure a loaded 2-core machine can
-    # make vary beyond 5 %; the report then says `unstable`, which is the truth. Nothing else may.
+    # A healthy lab disk passes every test, buffered writes included (the lab allocates its images and the runner
+    # waits for an idle disk before each run: docs/lab.md, "Buffered writes").
     verdicts = {entry["test"]: entry["verdict"] for entry in report["results"]}
-    assert verdicts.pop("dd_seq_write") in ("pass", "unstable")
-    assert set(verdicts.values()) == {"pass"}, verdicts
+    assert set(verdicts.values()) == {"pass"}, [(entry["test"], entry["verdict"], entry["reason"], entry["notes"])
+                                                for entry in report["results"]]
     # The plan came first, and everything the run created is gone.
     assert output.index("test file 64.0 MiB") < output.index("Run each test")
     listing, _sectors = disk_state(bcat)
     assert listing == before[0]
-    assert leftover_fences() == []
+    assert leftover_fences(LAB) == []
 
 
 def test_naive_buffered_tests_are_inflated_and_the_fence_is_not(bcat, tmp_path):
@@ -129,4 +131,4 @@ def test_naive_buffered_tests_are_inflated_and_the_fence_is_not(bcat, tmp_path):
     rate = fenced["record"]["metrics"]["read_bytes_per_s"]
     assert abs(rate - 50 * MIB) / (50 * MIB) < 0.10, rate
     assert fenced["record"]["device_io"]["read_bytes"] >= 0.95 * fenced["record"]["bytes"]
-    assert leftover_fences() == []
+    assert leftover_fences(LAB) == []

@@ -32,6 +32,13 @@ def on_host(command: str) -> subprocess.CompletedProcess:
     return lab("ssh", "--name", LAB, HOST, "--", command, check=False)
 
 
+def host_pgrep(pattern: str) -> str:
+    """pgrep on the host for its own processes only: a SysV lab host shares this machine's PID namespace, so a
+    bare pgrep also finds the other labs' tools (every lab's disk is /srv/diskproof/d0, every run directory
+    diskproof-<timestamp>...), and a kill -9 of one would end another test's run."""
+    return "pgrep --ns $$ --nslist net -f -- '%s' || true" % pattern
+
+
 def cron_status() -> int:
     return int(on_host("service cron status >/dev/null 2>&1; echo $?").stdout.strip())
 
@@ -77,7 +84,7 @@ def wait_for_pids(pattern: str, process, tmp_path) -> list:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert process.poll() is None, (tmp_path / "validate.log").read_text()
-        found = [int(pid) for pid in on_host("pgrep -f -- '%s' || true" % pattern).stdout.split()]
+        found = [int(pid) for pid in on_host(host_pgrep(pattern)).stdout.split()]
         if found:
             return found
         time.sleep(0.3)
@@ -86,9 +93,9 @@ def wait_for_pids(pattern: str, process, tmp_path) -> list:
 
 def assert_clean_and_restored():
     assert on_host("ls -A %s" % TARGET).stdout.split() == ["lost+found"]
-    assert on_host("pgrep -f -- '[d]iskproof-[0-9]{8}T' || true").stdout.split() == []   # no tool left running
+    assert on_host(host_pgrep("[d]iskproof-[0-9]{8}T")).stdout.split() == []   # no tool left running
     assert cron_status() == 0
-    assert leftover_fences() == []
+    assert leftover_fences(LAB) == []
 
 
 def test_dd_killed_mid_write_is_an_error_and_everything_is_cleaned(bkill, tmp_path):

@@ -30,16 +30,19 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
-from labhelpers import (BIN, REPO, ansible_env, cron_status, host_init, host_proc, inventory_path, leftover_fences,
-                        needs_root, on_host, running_lab, start_service_everywhere, unit_states, wait_for)
+from labhelpers import (BIN, LAB_TOOL, REPO, ansible_env, cron_status, host_init, host_proc, inventory_path,
+                        leftover_fences, needs_root, on_host, running_lab, start_service_everywhere, unit_states,
+                        wait_for)
 
 SPEC = Path(__file__).resolve().parent / "bcancel_lab.yml"
 LAB = "bcancel"
@@ -62,11 +65,13 @@ def bcancel():
         yield
 
 
-def start_validate(tmp_path: Path, tests: List[str], run_id: str, runtime_s: int) -> subprocess.Popen:
+def start_validate(tmp_path: Path, tests: List[str], run_id: str, runtime_s: int,
+                   extra: Optional[Dict[str, int]] = None) -> subprocess.Popen:
     log = open(tmp_path / ("%s.log" % run_id), "w")
+    values = {"benchmark_tests": tests, "benchmark_repeats": 1, "benchmark_max_repeats": 1,
+              "benchmark_fio_runtime_s": runtime_s, "benchmark_run_id": run_id, **(extra or {})}
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory_path(LAB)), "playbooks/validate.yml",
-            "-e", json.dumps({"benchmark_tests": tests, "benchmark_repeats": 1, "benchmark_max_repeats": 1,
-                              "benchmark_fio_runtime_s": runtime_s, "benchmark_run_id": run_id})]
+            "-e", json.dumps(values)]
     try:
         return subprocess.Popen(argv, cwd=REPO, env=ansible_env(DISKPROOF_REPORT_DIR=str(tmp_path / run_id)),
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -74,19 +79,25 @@ def start_validate(tmp_path: Path, tests: List[str], run_id: str, runtime_s: int
         log.close()
 
 
+# `users RUN_DIR` on a host: "<link> <target>" for every open file (deleted ones included) or working directory of a
+# process of the host's own network namespace that points into RUN_DIR. A SysV host sees every PID of this machine,
+# the other hosts' processes of the same run (same run directory path on their own disks) included.
+USERS = r"""users() {
+  me=$(readlink /proc/self/ns/net)
+  find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 \( -lname "$1" -o -lname "$1/*" \) -printf '%p %l\n' 2>/dev/null |
+  while read -r link target; do
+    pid=${link#/proc/}; pid=${pid%%/*}
+    [ "$(readlink /proc/$pid/ns/net 2>/dev/null)" = "$me" ] && echo "$link $target"
+  done; true
+}
+"""
+
+
 def users_of(host: str, run_dir: str) -> Dict[int, str]:
     """PID -> what of it points into run_dir (an open file, deleted ones included, or its working directory),
-    read on the host itself (its mount namespace names the paths, its PID namespace the PIDs). Only processes
-    in the host's own network namespace count: a SysV host sees every PID of this machine, the other hosts'
-    processes of the same run (same run directory path on their own disks) included."""
-    command = ("me=$(readlink /proc/self/ns/net)\n"
-               "find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 \\( -lname '%s' -o -lname '%s/*' \\) "
-               "-printf '%%p %%l\\n' 2>/dev/null | while read -r link target; do\n"
-               "  pid=${link#/proc/}; pid=${pid%%%%/*}\n"
-               "  [ \"$(readlink /proc/$pid/ns/net 2>/dev/null)\" = \"$me\" ] && echo \"$link $target\"\n"
-               "done; true" % (run_dir, run_dir))
+    read on the host itself (its mount namespace names the paths, its PID namespace the PIDs)."""
     found: Dict[int, str] = {}
-    for line in on_host(LAB, host, command).stdout.splitlines():
+    for line in on_host(LAB, host, USERS + "users %s" % shlex.quote(run_dir)).stdout.splitlines():
         link, _space, target = line.partition(" ")
         found[int(link.split("/")[2])] = target
     return found
@@ -145,9 +156,8 @@ def tool_tree(proc: str, pids: Set[int], tool: str) -> Tuple[Set[int], Set[int]]
 
 
 def fences_of(module_pids: Set[int]) -> List[str]:
-    """Cache-fence cgroups these module processes made (named diskproof-<module pid>-<hex>); other labs on this
-    machine may have fences of their own at the same time."""
-    return [path for path in leftover_fences()
+    """Cache-fence cgroups these module processes made (named diskproof-<module pid>-<hex>)."""
+    return [path for path in leftover_fences(LAB)
             if any(os.path.basename(path).startswith("diskproof-%d-" % pid) for pid in module_pids)]
 
 
@@ -173,55 +183,99 @@ def wait_for_tool(process: subprocess.Popen, run_dir: str, tool: str, marker: st
     raise AssertionError("%s never ran in %s on %s:\n%s" % (tool, run_dir, missing, log.read_text()))
 
 
+# Runs on a host from just before the cancel until both held (at most 200 looks, 0.1 s apart), and prints the
+# moment each first held (this machine's clock: a lab host runs on its kernel): "processes T" once none of the
+# tool's PIDs (the host's numbers) is alive (a zombie holds no file and does no I/O), "files T" once the target holds
+# only lost+found and no process of the host uses the run directory. Watched from here instead, each look cost two
+# new ssh connections per host, and the moment seen was that of the look: on a machine three times slower than
+# usual the looks alone took longer than the 5 s they were to prove.
+WATCH = USERS + r"""run_dir=$1; target=$2; shift 2
+echo ready
+processes=; files=; looks=0
+while { [ -z "$processes" ] || [ -z "$files" ]; } && [ $looks -lt 200 ]; do
+  if [ -z "$processes" ]; then
+    alive=
+    for pid in "$@"; do
+      stat=; read -r stat 2>/dev/null < /proc/$pid/stat
+      state=${stat##*) }; state=${state%% *}
+      [ -n "$stat" ] && [ "$state" != Z ] && alive=1
+    done
+    [ -z "$alive" ] && processes=$(date +%s.%N) && echo "processes $processes"
+  fi
+  if [ -z "$files" ] && [ "$(ls -A "$target")" = lost+found ] && [ -z "$(users "$run_dir")" ]; then
+    files=$(date +%s.%N) && echo "files $files"
+  fi
+  looks=$((looks + 1))
+  sleep 0.1
+done
+"""
+
+
+def watch(host: str, run_dir: str, pids: Set[int]) -> subprocess.Popen:
+    """WATCH on the host, once it is ready."""
+    arguments = " ".join(shlex.quote(str(arg)) for arg in [run_dir, TARGET, *sorted(pids)])
+    command = "sh -c %s watch %s" % (shlex.quote(WATCH), arguments)
+    watcher = subprocess.Popen([sys.executable, str(LAB_TOOL), "ssh", "--name", LAB, host, "--", command],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    if watcher.stdout.readline() != "ready\n":
+        watcher.kill()
+        raise AssertionError("the watcher on %s did not start: %s" % (host, watcher.communicate()))
+    return watcher
+
+
 def cancel_like_awx(process: subprocess.Popen, run_dir: str, procs: Dict[str, str],
-                    pids: Dict[str, Set[int]]) -> Dict[str, Dict[str, Optional[float]]]:
-    """SIGTERM ansible-playbook, SIGKILL it 5 s later if still there; meanwhile watch the hosts. Returns per host the
-    seconds from the SIGTERM until no tool PID was alive and until nothing used or held run_dir (None: never
-    within 15 s)."""
-    running = {host: sorted(pid for pid in pids[host] if alive(procs[host], pid)) for host in HOSTS}
+                    trees: Dict[str, Tuple[Set[int], Set[int]]]) -> Dict[str, Dict[str, Optional[float]]]:
+    """SIGTERM ansible-playbook, SIGKILL it 5 s later if still there; meanwhile each host watches itself (WATCH).
+    Returns per host the seconds from the SIGTERM until no tool PID was alive and until nothing used or held
+    run_dir (None: never while watched), once the tools and their modules are gone or 15 s have passed (a module
+    outlives its tool by the restore it runs as the plan's last step)."""
+    watchers = {host: watch(host, run_dir, trees[host][0]) for host in HOSTS}
+    running = {host: sorted(pid for pid in trees[host][0] if alive(procs[host], pid)) for host in HOSTS}
     assert all(running.values()), "the tool must run on every host when the cancel comes: %s" % running
     process.send_signal(signal.SIGTERM)
-    started = time.monotonic()
-    killed = False
-    times: Dict[str, Dict[str, Optional[float]]] = {host: {"processes": None, "files": None} for host in HOSTS}
-    while time.monotonic() - started < 15:
-        now = time.monotonic() - started
-        if not killed and now >= KILL_AFTER_S:
-            if process.poll() is None:
-                process.kill()
-            killed = True
-        for host in HOSTS:
-            if times[host]["processes"] is None and not any(alive(procs[host], pid) for pid in pids[host]):
-                times[host]["processes"] = time.monotonic() - started
-            if times[host]["files"] is None:
-                listing = on_host(LAB, host, "ls -A %s" % TARGET).stdout.split()
-                if listing == ["lost+found"] and not users_of(host, run_dir):
-                    times[host]["files"] = time.monotonic() - started
-        if killed and all(value is not None for host in HOSTS for value in times[host].values()):
-            break
-        time.sleep(0.2)
+    started = time.time()
+    try:
+        process.wait(timeout=KILL_AFTER_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
     process.wait(timeout=30)
+    times: Dict[str, Dict[str, Optional[float]]] = {host: {"processes": None, "files": None} for host in HOSTS}
+    for host, watcher in watchers.items():
+        output, errors = watcher.communicate(timeout=60)
+        assert watcher.returncode == 0, (host, output, errors)
+        for line in output.splitlines():
+            what, moment = line.split()
+            times[host][what] = float(moment) - started
+            assert times[host][what] >= 0, "%s: %s held before the cancel: the run ended by itself" % (host, what)
+    while time.time() < started + 15 and any(alive(procs[host], pid) for host in HOSTS for pid in set.union(*trees[host])):
+        time.sleep(0.2)
     return times
 
 
+# The cancelled run's tool must still run on both hosts when the cancel comes: after the test saw it start on the
+# later host and checked each host (a few ssh calls, slow on a loaded machine). fio and sysbench run for
+# runtime_s. dd writes 2 x the memory figure: at the lab's 128 MiB, 256 MiB in 12.8 s at 20 MiB/s, and with six labs
+# side by side the SysV host's dd had ended (its restore had started cron again) before the checks were done. At
+# 384 MiB (and the cache fence with it), 768 MiB, about 38 s.
+LONG_DD = {"diskproof_memory_bytes": 384 << 20, "diskproof_cache_fence_bytes": 384 << 20}
 CASES = {
-    # test id: (tests to run, tool, a word of the measured run's command line)
-    "dd_seq_write": (["dd_seq_write"], "dd", "of=%s/diskproof.testfile"),
-    "fio_rand_write": (["dd_seq_write", "fio_rand_write"], "fio", "--output-format=json"),
-    "sysbench_rndrd": (["sysbench_rndrd"], "sysbench", "--file-test-mode=rndrd"),
+    # test id: (tests to run, tool, a word of the measured run's command line, extra vars of the cancelled run)
+    "dd_seq_write": (["dd_seq_write"], "dd", "of=%s/diskproof.testfile", LONG_DD),
+    "fio_rand_write": (["dd_seq_write", "fio_rand_write"], "fio", "--output-format=json", {}),
+    "sysbench_rndrd": (["sysbench_rndrd"], "sysbench", "--file-test-mode=rndrd", {}),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_cancel_leaves_no_process_and_no_file_and_the_next_run_completes(bcancel, tmp_path, case):
-    tests, tool, marker = CASES[case]
+    tests, tool, marker, extra = CASES[case]
     run_id = "cancel-%s-%s" % (case.replace("_", "-"), secrets.token_hex(3))
     run_dir = "%s/diskproof-%s" % (TARGET, run_id)
     if any(cron_status(LAB, host) != 0 for host in HOSTS):   # an earlier case failed before its rerun restored it
         start_service_everywhere(LAB)
     before = {host: unit_states(LAB, host) for host in HOSTS}
     transient_before = transient_units(SYSTEMD_HOST)
-    process = start_validate(tmp_path, tests, run_id, runtime_s=40)
+    process = start_validate(tmp_path, tests, run_id, runtime_s=40, extra=extra)
     procs = {host: host_proc(LAB, host) for host in HOSTS}
     try:
         log = tmp_path / ("%s.log" % run_id)
@@ -232,7 +286,7 @@ def test_cancel_leaves_no_process_and_no_file_and_the_next_run_completes(bcancel
             modules = trees[host][1]
             assert modules and all("python" in cmdline(procs[host], pid) for pid in modules), (
                 host, {pid: cmdline(procs[host], pid) for pid in modules})
-        times = cancel_like_awx(process, run_dir, procs, {host: tree[0] for host, tree in trees.items()})
+        times = cancel_like_awx(process, run_dir, procs, trees)
     finally:
         if process.poll() is None:                       # the test failed before the cancel: end the run
             process.terminate()

@@ -124,4 +124,4 @@ def test_enospc_mid_write_fails_that_host_cleanly_and_loses_nothing(fnospc, tmp_
         assert cron_status(LAB, host) == 0
         # No lock and no state left; the run ids used so far stay on record (a reused run id is refused).
         assert set(run_on(host, "ls -A /srv/diskproof-state").split()) <= {".quiesce.mutex", "quiesce-runs.json"}
-    assert leftover_fences() == []
+    assert leftover_fences(LAB) == []

@@ -507,9 +507,15 @@ filename={path}
 
 
 @needs_fio
-def test_job_file_is_checked_run_and_removed(capsys, tmp_path):
-    job = FIO_JOB.format(path=tmp_path / "fio.dat")
-    before = set(os.listdir(tempfile.gettempdir()))
+def test_job_file_is_checked_run_and_removed(capsys, tmp_path, monkeypatch):
+    # Without a state directory the job file goes to the temporary directory: a private one here, so that what
+    # other tests (another xdist worker, another test run) create in /tmp meanwhile is never taken for a leftover.
+    temp = tmp_path / "temp"
+    target = tmp_path / "target"
+    temp.mkdir()
+    target.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    job = FIO_JOB.format(path=target / "fio.dat")
     code, result = run_module(capsys, argv=["fio", "--output-format=json"], job_file=job, test="fio_seq_write",
                               device_io=False, repeats=2, max_cv=1.0)
     assert code == 0, result
@@ -517,13 +523,12 @@ def test_job_file_is_checked_run_and_removed(capsys, tmp_path):
     assert record["job_file"] == job
     assert record["command"][:2] == ["fio", "--output-format=json"]
     path = record["command"][2]
-    assert re.match(r"^.*/diskproof-[^/]+\.fio$", path)
+    assert re.match(r"^%s/diskproof-[^/]+\.fio$" % re.escape(str(temp)), path)   # the temp dir, not the target's
     assert not os.path.exists(path)
-    assert not str(path).startswith(str(tmp_path))
     assert record["job"]["name"] == "fio_seq_write"
     assert record["bytes"] == 1048576
     assert record["runs"] == 2
-    assert set(os.listdir(tempfile.gettempdir())) - before == set()
+    assert os.listdir(temp) == []                 # removed, and nothing else left there
 
 
 @needs_fio
