@@ -265,8 +265,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 for number in range(1, args.runs + 1):
                     run = RUNNERS[part](pathlib.Path(workdir), number)
                     outcomes[part].append(run)
+                    # Progress on stderr: stdout is the figures (benchmarks/figures_page.py puts it on the page).
                     print("%s run %d: %s: %s" % (part, number, "as expected" if run.ok else "NOT AS EXPECTED", run.line),
-                          flush=True)
+                          file=sys.stderr, flush=True)
     except LabFailed as error:
         print("noise_tally: %s" % error, file=sys.stderr)
         return 2

@@ -95,9 +95,11 @@ def prepare_root(root: str, host: HostSpec, sshd_config: str, host_key: str, aut
         os.symlink("/dev/null", link)
 
 
-def nspawn_argv(host: HostSpec, root: str, host_dir: str, devices: list[str]) -> list[str]:
+def nspawn_argv(host: HostSpec, root: str, host_dir: str, devices: list[str], serial_workdir: str | None = None) -> list[str]:
     """The systemd-nspawn command line of a host (run with nspawn_env()). /srv (the disks' mount
-    points), /root and /var/tmp are the host's own dirs, as on a SysV lab host; /tmp is nspawn's tmpfs."""
+    points), /root and /var/tmp are the host's own dirs, as on a SysV lab host; /tmp is nspawn's tmpfs.
+    With serial_workdir (the lab's work dir; buffered_writes: one_at_a_time), the lab's dd in front of the
+    real one, as on a SysV lab host (fleet.HOST_SCRIPT)."""
     argv = [NSPAWN, "--quiet", f"--directory={root}", f"--machine={host.name}", "--register=no", "--keep-unit",
             "--boot", f"--network-namespace-path=/run/netns/{host.netns}", "--console=pipe",
             f"--bind={os.path.join(host_dir, 'srv')}:/srv", f"--bind={os.path.join(host_dir, 'root')}:/root",
@@ -106,6 +108,9 @@ def nspawn_argv(host: HostSpec, root: str, host_dir: str, devices: list[str]) ->
             # /dev/kmsg (no kernel messages in the journal). A real host's root has it.
             "--capability=CAP_SYSLOG"]
     argv.extend(f"--bind=/dev/{device}" for device in devices)
+    if serial_workdir is not None:
+        argv.extend(["--bind-ro=/usr/bin/dd:/run/diskproof-lab/dd", f"--bind={serial_workdir}/serial:/run/diskproof-lab/serial",
+                     f"--bind-ro={serial_workdir}/bin/dd:/usr/bin/dd"])
     argv.extend(["--", "systemd.firstboot=off"])
     return argv
 

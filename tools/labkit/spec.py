@@ -46,7 +46,13 @@ MODES = ("filesystem", "raw")
 INITS = ("sysv", "systemd")
 DEFAULT_INIT = "sysv"
 SPEED_KEYS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
-TOP_KEYS = ("name", "subnet", "defaults", "hosts")
+TOP_KEYS = ("name", "subnet", "buffered_writes", "defaults", "hosts")
+# How the lab's hosts' buffered writes (dd conv=fdatasync) share the machine's one page cache and writeback:
+# one_at_a_time (the default) makes a host's buffered dd wait until no other host of the lab runs one, as
+# if each host had its own kernel (tools/labkit/lab-dd; docs/lab.md, "Buffered writes"); together lets them
+# meet, which is what this machine does to eight hosts writing at once (benchmarks/lab_writes.py measures both).
+BUFFERED_WRITES = ("one_at_a_time", "together")
+DEFAULT_BUFFERED_WRITES = "one_at_a_time"
 DEFAULTS_KEYS = ("memory_bytes", "init", "disks")
 HOST_KEYS = ("name", "memory_bytes", "init", "disks")
 # A disk that behaves like a fresh SSD: fob_bytes (fresh out of the box) written at its write speeds,
@@ -117,6 +123,7 @@ class LabSpec:
     bridge: str
     bridge_address: str
     hosts: tuple[HostSpec, ...]
+    buffered_writes: str = DEFAULT_BUFFERED_WRITES
 
     @property
     def prefixlen(self) -> int:
@@ -135,6 +142,7 @@ class LabSpec:
             "subnet": self.subnet,
             "bridge": self.bridge,
             "bridge_address": self.bridge_address,
+            "buffered_writes": self.buffered_writes,
             "hosts": [
                 {
                     "index": h.index, "name": h.name, "address": h.address, "memory_bytes": h.memory_bytes,
@@ -160,7 +168,8 @@ class LabSpec:
             for h in data["hosts"]
         )
         return cls(name=data["name"], subnet=data["subnet"], bridge=data["bridge"],
-                   bridge_address=data["bridge_address"], hosts=hosts)
+                   bridge_address=data["bridge_address"], hosts=hosts,
+                   buffered_writes=data.get("buffered_writes", DEFAULT_BUFFERED_WRITES))
 
 
 # --- names derived from the lab name (all interface names stay within 15 characters) ---
@@ -410,6 +419,10 @@ def validate_spec(data: Any) -> LabSpec:
     else:
         subnet = default_subnet(lab) if lab else None
 
+    buffered_writes = data.get("buffered_writes", DEFAULT_BUFFERED_WRITES)
+    if buffered_writes not in BUFFERED_WRITES:
+        problems.add("buffered_writes", f"must be one of {', '.join(BUFFERED_WRITES)}, got {describe(buffered_writes)}")
+
     defaults = data.get("defaults", {})
     default_memory: int | None = None
     default_disks: tuple[DiskSpec, ...] | None = None
@@ -450,7 +463,7 @@ def validate_spec(data: Any) -> LabSpec:
     network = ipaddress.IPv4Network(subnet)
     return LabSpec(
         name=lab, subnet=subnet, bridge=bridge_name(lab), bridge_address=str(network.network_address + 1),
-        hosts=tuple(h for h in hosts if h is not None),
+        hosts=tuple(h for h in hosts if h is not None), buffered_writes=buffered_writes,
     )
 
 

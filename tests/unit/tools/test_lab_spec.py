@@ -152,6 +152,21 @@ def test_sparse_disks_are_named_and_default_to_allocated() -> None:
     assert caught.value.problems == ['hosts[0].disks[0].sparse: must be true or false, got "yes"']
 
 
+def test_buffered_writes_default_to_one_host_at_a_time() -> None:
+    lab = validate_spec(spec_with())
+    assert lab.buffered_writes == "one_at_a_time"
+    together = validate_spec(spec_with(buffered_writes="together"))
+    assert together.buffered_writes == "together"
+    assert type(together).from_dict(together.to_dict()) == together
+    # a lab.json written before the key existed reads back as the default
+    old = lab.to_dict()
+    del old["buffered_writes"]
+    assert type(lab).from_dict(old) == lab
+    with pytest.raises(SpecError) as caught:
+        validate_spec(spec_with(buffered_writes="serial"))
+    assert caught.value.problems == ['buffered_writes: must be one of one_at_a_time, together, got "serial"']
+
+
 @pytest.mark.parametrize(("written", "settled_at", "now", "period", "phase"), [
     (0, None, 10.0, 0, "fresh"),
     (99, None, 10.0, 0, "fresh"),            # one byte short of fob_bytes=100
@@ -198,7 +213,7 @@ BAD_SPECS = [
     pytest.param(
         spec_with(color="red", defaults={"memory_bytes": 1, "disk": {}},
                   hosts=[{"name": "n01", "cpus": 2, "disks": [dict(DISK, speed=1)]}]),
-        ["color: unknown key (allowed: defaults, hosts, name, subnet)",
+        ["color: unknown key (allowed: buffered_writes, defaults, hosts, name, subnet)",
          "defaults.disk: unknown key (allowed: disks, init, memory_bytes)",
          "hosts[0].cpus: unknown key (allowed: disks, init, memory_bytes, name)",
          "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, mode, read_bytes_per_s, read_iops, size, sparse, "
@@ -271,7 +286,7 @@ BAD_SPECS = [
     pytest.param(
         spec_with(name="X", subnet="1.2.3.0/24", extra=1,
                   hosts=[{"name": "n01", "disks": [{"size": 1, "write_iops": -5}]}, {"name": "n01", "disks": []}]),
-        ["extra: unknown key (allowed: defaults, hosts, name, subnet)",
+        ["extra: unknown key (allowed: buffered_writes, defaults, hosts, name, subnet)",
          'name: must be 1-8 characters from a-z and 0-9, got "X"',
          'subnet: must be inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, got "1.2.3.0/24"',
          "hosts[0].disks[0].size: must be at least 16MiB (16777216 bytes), got 1",

@@ -136,10 +136,16 @@ def test_a_bad_setting_variable_is_named_and_fails_the_run(playbook_runner):
 
 def test_without_the_callback_the_report_play_says_how_to_enable_it(playbook_runner):
     # Another callback enabled instead (an empty list is refused by ansible itself); its files stay in the work dir.
+    controller_tmp = playbook_runner.workdir / "controller-tmp"
+    controller_tmp.mkdir()
     completed = run(playbook_runner, measured_then_reported(), extra_env={
-        "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.junit", "JUNIT_OUTPUT_DIR": str(playbook_runner.workdir / "junit")})
+        "ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.junit", "JUNIT_OUTPUT_DIR": str(playbook_runner.workdir / "junit"),
+        "TMPDIR": str(controller_tmp)})
     assert completed.returncode != 0
     assert "ANSIBLE_CALLBACKS_ENABLED=diskproof.fleet.report" in completed.stdout
+    # The action made a directory for the callback's answer that never came: removed all the same.
+    assert "Remove the callback's answer from the controller" in completed.stdout
+    assert [path.name for path in controller_tmp.iterdir() if path.name.startswith("diskproof-judgement-")] == []
 
 
 def test_a_run_whose_every_host_failed_is_judged_with_the_settings_the_check_handed_over(playbook_runner):
