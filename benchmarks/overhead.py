@@ -89,7 +89,7 @@ MIB = 1 << 20
 def spec_text(hosts: int) -> str:
     spec = {
         "name": LAB,
-        "subnet": "10.231.61.0/24",
+        "subnet": "10.231.85.0/24",
         "defaults": {
             "memory_bytes": 32 * MIB,
             "disks": [{"size": "256MiB", "mode": "raw", "read_bytes_per_s": 50 * MIB, "write_bytes_per_s": 50 * MIB,

@@ -30,11 +30,8 @@ LONGEST_FIRST = (
     "test_evidence_bundle",
     "test_path_swap",
     "test_benchmark_raw",
-    "test_report_cut_host",
     "test_non_disk_targets",
-    "test_benchmark_catalog",
     "test_quiesce_systemd",
-    "test_slice_merge",
     "test_space_per_filesystem",
 )
 

@@ -1,11 +1,12 @@
-"""The lab models a rack for buffered writes: one host's `dd conv=fdatasync` waits until no other host of the
-lab runs one (tools/labkit/lab-dd, bound over /usr/bin/dd inside each host; docs/lab.md, "Buffered writes"),
-because every lab host shares this machine's page cache and writeback and a rack's hosts do not.
+"""A lab whose SPEC says `buffered_writes: one_at_a_time` models a rack for buffered writes: one host's
+`dd conv=fdatasync` waits until no other host of the lab runs one (tools/labkit/lab-dd, bound over /usr/bin/dd
+inside each host; docs/lab.md, "Buffered writes"), because every lab host shares this machine's page cache and
+writeback and a rack's hosts do not.
 
 Real lab (lbw_lab.yml: two SysV hosts and a systemd one, 64 MiB/s disks), real dd over the lab's ssh. Proves, on
 both inits: three buffered writes started together end one after the other (each takes its full time, none
 overlaps another), while three O_DIRECT writes started together run side by side; `dd --version` and reads are
-the real dd; and a lab whose SPEC says `buffered_writes: together` has the machine's dd, untouched. Root only.
+the real dd; and a lab with the default, `buffered_writes: together`, has the machine's dd, untouched. Root only.
 """
 from __future__ import annotations
 
@@ -94,10 +95,10 @@ def test_direct_writes_and_reads_are_not_held(lbw):
         assert "copied" in lines[-1], (host, shown.stdout)
 
 
-def test_a_lab_whose_buffered_writes_meet_has_the_machines_dd(tmp_path):
+def test_a_lab_whose_buffered_writes_meet_the_default_has_the_machines_dd(tmp_path):
     spec = yaml.safe_load(SPEC.read_text())
-    spec.update(name="lbwt", subnet="10.231.83.0/24", buffered_writes="together",
-                hosts=[{"name": "lbwt-n01"}])
+    del spec["buffered_writes"]      # the default: together
+    spec.update(name="lbwt", subnet="10.231.83.0/24", hosts=[{"name": "lbwt-n01"}])
     path = tmp_path / "lbwt.yml"
     path.write_text(yaml.safe_dump(spec))
     lab("down", "--name", "lbwt")

@@ -40,7 +40,9 @@ SLICES = [["slc-n01", "slc-n02", "slc-n07", "slc-n09"], ["slc-n03", "slc-n04", "
 TEST_VARS = {"benchmark_tests": ["dd_seq_read"], "benchmark_repeats": 1}
 MEDIAN_TOLERANCE = 0.03
 
-pytestmark = needs_root
+# Alone (no other lab up): the whole run must find exactly the two planted outliers among twelve healthy disks;
+# beside other labs a CI run saw two more healthy disks read more than 5 % low.
+pytestmark = [needs_root, pytest.mark.alone]
 
 
 def lab_inventory() -> dict:

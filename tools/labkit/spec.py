@@ -48,11 +48,12 @@ DEFAULT_INIT = "sysv"
 SPEED_KEYS = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
 TOP_KEYS = ("name", "subnet", "buffered_writes", "defaults", "hosts")
 # How the lab's hosts' buffered writes (dd conv=fdatasync) share the machine's one page cache and writeback:
-# one_at_a_time (the default) makes a host's buffered dd wait until no other host of the lab runs one, as
-# if each host had its own kernel (tools/labkit/lab-dd; docs/lab.md, "Buffered writes"); together lets them
-# meet, which is what this machine does to eight hosts writing at once (benchmarks/lab_writes.py measures both).
-BUFFERED_WRITES = ("one_at_a_time", "together")
-DEFAULT_BUFFERED_WRITES = "one_at_a_time"
+# together (the default) lets them meet, which is what this machine does to eight hosts writing at once;
+# one_at_a_time makes a host's buffered dd wait until no other host of the lab runs one, as if each host had its
+# own kernel, through a stand-in in front of dd (tools/labkit/lab-dd: a host's dd is then a chain of processes,
+# which tests of process trees see). docs/lab.md, "Buffered writes"; benchmarks/lab_writes.py measures both.
+BUFFERED_WRITES = ("together", "one_at_a_time")
+DEFAULT_BUFFERED_WRITES = "together"
 DEFAULTS_KEYS = ("memory_bytes", "init", "disks")
 HOST_KEYS = ("name", "memory_bytes", "init", "disks")
 # A disk that behaves like a fresh SSD: fob_bytes (fresh out of the box) written at its write speeds,

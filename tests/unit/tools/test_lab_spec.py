@@ -152,19 +152,19 @@ def test_sparse_disks_are_named_and_default_to_allocated() -> None:
     assert caught.value.problems == ['hosts[0].disks[0].sparse: must be true or false, got "yes"']
 
 
-def test_buffered_writes_default_to_one_host_at_a_time() -> None:
+def test_buffered_writes_default_to_together() -> None:
     lab = validate_spec(spec_with())
-    assert lab.buffered_writes == "one_at_a_time"
-    together = validate_spec(spec_with(buffered_writes="together"))
-    assert together.buffered_writes == "together"
-    assert type(together).from_dict(together.to_dict()) == together
+    assert lab.buffered_writes == "together"
+    turns = validate_spec(spec_with(buffered_writes="one_at_a_time"))
+    assert turns.buffered_writes == "one_at_a_time"
+    assert type(turns).from_dict(turns.to_dict()) == turns
     # a lab.json written before the key existed reads back as the default
     old = lab.to_dict()
     del old["buffered_writes"]
     assert type(lab).from_dict(old) == lab
     with pytest.raises(SpecError) as caught:
         validate_spec(spec_with(buffered_writes="serial"))
-    assert caught.value.problems == ['buffered_writes: must be one of one_at_a_time, together, got "serial"']
+    assert caught.value.problems == ['buffered_writes: must be one of together, one_at_a_time, got "serial"']
 
 
 @pytest.mark.parametrize(("written", "settled_at", "now", "period", "phase"), [

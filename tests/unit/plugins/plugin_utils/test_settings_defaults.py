@@ -32,10 +32,12 @@ def test_the_settings_defaults_are_the_judge_s():
 
 
 @pytest.fixture(scope="module", name="callback_options")
-def fixture_callback_options():
+def fixture_callback_options(tmp_path_factory):
     """The callback's options as ansible-doc renders them (the docs Ansible reads its configuration from)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("ANSIBLE_", "DISKPROOF_"))}
     env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / ".ansible" / "collections")
+    # Its home (local tmp/) in the test's temporary directory: without one, ansible-doc writes ~/.ansible/tmp.
+    env["ANSIBLE_HOME"] = str(tmp_path_factory.mktemp("ansible-home"))
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "-t", "callback", "--json", "diskproof.fleet.report"],
                           env=env, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout)["diskproof.fleet.report"]["doc"]["options"]
