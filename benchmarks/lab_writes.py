@@ -16,6 +16,11 @@ an error, exit 2):
   three busy loops (a stand-in for the CPU Ansible takes on this machine), on images left sparse (``sparse: true``)
   and allocated (the default): each first write of a sparse image's block costs the loop device's worker a page
   allocation and zeroing on tmpfs, and on two shared cores that starved the throttled disks.
+- ``sessions``: what the hosts' Ansible tasks do to buffered writes. Six hosts at 32 MiB/s write at once, three
+  rounds each: with nothing else running; while ``ansible -m command -a true`` runs on every host of the lab in a
+  loop, the hosts in the lab's one cpu cgroup (what ``up`` makes); and the same with the hosts' processes moved out
+  of it, as labs ran before it: each ssh session a host starts is then a scheduling group of its own (the kernel's
+  autogroups), and the writeback threads wait behind dozens of them.
 - ``product``: the product's own ``dd_seq_write`` (playbooks/validate.yml, 5 repeats) on one host alone and on
   eight hosts at once, first with their buffered writes meeting (the lab's default), then taking turns
   (``buffered_writes: one_at_a_time``, tools/labkit/lab-dd): every repeat within +-3 % of the throttle, none more
@@ -24,7 +29,7 @@ an error, exit 2):
 The hand-run dd of ``credit`` and ``images`` runs in this machine's root namespace on the lab's mounted disks (what
 a host's shell would run; the hosts share this kernel).
 
-    sudo .venv/bin/python benchmarks/lab_writes.py                      # all three parts, ~6 min
+    sudo .venv/bin/python benchmarks/lab_writes.py                      # all four parts, ~10 min
     sudo .venv/bin/python benchmarks/lab_writes.py --parts product --markdown --json /tmp/lab-writes.json
 
 Exit code 0 when the product part meets its targets (or was not run), 1 when it does not, 2 when a lab or a
@@ -39,13 +44,14 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from labrun import Lab, LabFailed, report_of, run_playbook
+from labrun import Lab, LabFailed, playbook_env, report_of, run_playbook
 
 MIB = 1 << 20
-PARTS = ("credit", "images", "product")
+PARTS = ("credit", "images", "sessions", "product")
 PAUSES_S = (0.0, 0.05, 0.1, 0.15, 0.3, 0.5)
 # The labs of the product part: one host, then eight with their buffered writes meeting (the lab's default: what
 # this machine does to them) and taking turns (buffered_writes: one_at_a_time, docs/lab.md).
@@ -163,6 +169,75 @@ def part_images(workdir: pathlib.Path) -> Dict[str, Any]:
     return {"throttle_mb_per_s": truth, "rows": rows}
 
 
+class AnsibleLoop:
+    """``with AnsibleLoop(lab, workdir)``: ``ansible -m command -a true`` on every host of the lab, again and again,
+    until the block ends (the module start-ups of a playbook's tasks, without the playbook)."""
+
+    def __init__(self, lab: Lab, workdir: pathlib.Path) -> None:
+        self.argv = ["ansible", "-i", str(lab.inventory), "lab", "-m", "ansible.builtin.command", "-a", "true"]
+        self.env = playbook_env(workdir)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop)
+
+    def loop(self) -> None:
+        while not self.stop.is_set():
+            subprocess.run(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+    def __enter__(self) -> "AnsibleLoop":
+        self.thread.start()
+        time.sleep(3)            # past the first connections' ssh handshakes
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def lab_cpu_group(lab: Lab) -> pathlib.Path:
+    """The lab's cpu cgroup (tools/labkit/fleet.py: below the cgroup of the process that ran ``up``, this one)."""
+    own = next(line.split(":", 2)[2] for line in pathlib.Path("/proc/self/cgroup").read_text().splitlines()
+               if "cpu" in line.split(":", 2)[1].split(","))
+    return pathlib.Path("/sys/fs/cgroup/cpu", own.lstrip("/"), "diskproof-lab-%s" % lab.name)
+
+
+def leave_cpu_group(group: pathlib.Path) -> int:
+    """Move every process of the lab's cpu cgroup to its parent (the hosts' later sessions are born there): the lab
+    as it ran before it had the group. How many processes moved."""
+    moved = 0
+    for pid in (group / "cgroup.procs").read_text().split():
+        try:
+            (group.parent / "cgroup.procs").write_text(pid)
+            moved += 1
+        except ProcessLookupError:
+            pass
+    return moved
+
+
+def part_sessions(workdir: pathlib.Path) -> Dict[str, Any]:
+    truth = 32 * MIB / 1e6
+    rows = []
+    with Lab(spec("lws", 92, 6, 32 * MIB), workdir) as lab:
+        mounts = lab.mounts()
+        group = lab_cpu_group(lab)
+        for label in ("quiet", "ansible, the lab's cpu group", "ansible, no cpu group"):
+            if label == "quiet":
+                rounds = [dd_rates(mounts, 256, 0.3) for _round in range(3)]
+            else:
+                if label.endswith("no cpu group"):
+                    moved = leave_cpu_group(group)
+                    print("sessions: moved %d processes out of %s" % (moved, group), file=sys.stderr, flush=True)
+                with AnsibleLoop(lab, workdir):
+                    rounds = [dd_rates(mounts, 256, 0.3) for _round in range(3)]
+            flat = errors([rate for rates in rounds for rate in rates], truth)
+            row = {"while": label, "rounds": rounds, "min_error": min(flat), "mean_error": sum(flat) / len(flat),
+                   "max_error": max(flat)}
+            rows.append(row)
+            print("sessions: %s: mean %s, worst %s, best %s" % (
+                label, percent(row["mean_error"]), percent(row["min_error"]), percent(row["max_error"])),
+                file=sys.stderr, flush=True)
+    return {"throttle_mb_per_s": truth, "rows": rows}
+
+
 def validate(lab: Lab, report_dir: pathlib.Path, repeats: int) -> Dict[str, Any]:
     extra = {"benchmark_tests": ["dd_seq_write"], "benchmark_repeats": repeats, "benchmark_max_repeats": repeats}
     result = run_playbook(lab.inventory, "playbooks/validate.yml", report_dir, extra)
@@ -214,6 +289,13 @@ def markdown(results: Dict[str, Any]) -> str:
             "sparse" if row["sparse"] else "allocated", row["busy_loops"],
             " / ".join(percent(value) for value in row["round_min_error"]), percent(row["min_error"]),
             percent(row["max_error"]), row["cpu_jiffies"]) for row in images["rows"]]
+    sessions = results.get("sessions")
+    if sessions:
+        lines += ["", "Ansible's sessions vs buffered writes (6 hosts at %.1f MB/s at once, dd 256 MiB, 3 rounds, "
+                  "18 figures per row):" % sessions["throttle_mb_per_s"], "",
+                  "| while | mean error | worst | best |", "|---|---|---|---|"]
+        lines += ["| %s | %s | %s | %s |" % (row["while"], percent(row["mean_error"]), percent(row["min_error"]),
+                                             percent(row["max_error"])) for row in sessions["rows"]]
     product = results.get("product")
     if product:
         lines += ["", "The product's dd_seq_write (validate.yml, %d repeats, throttle %.1f MB/s):"
@@ -256,6 +338,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 results["credit"] = part_credit(pathlib.Path(workdir))
             if "images" in parts:
                 results["images"] = part_images(pathlib.Path(workdir))
+            if "sessions" in parts:
+                results["sessions"] = part_sessions(pathlib.Path(workdir))
             if "product" in parts:
                 results["product"] = part_product(pathlib.Path(workdir), args.repeats, labs)
     except LabFailed as error:

@@ -17,7 +17,7 @@ from typing import Dict, Tuple
 import pytest
 import yaml
 
-from labhelpers import lab, needs_root, on_host
+from labhelpers import needs_root, on_host, running_lab
 
 SPEC = Path(__file__).resolve().parent / "lbw_lab.yml"
 LAB = "lbw"
@@ -32,12 +32,8 @@ pytestmark = needs_root
 
 @pytest.fixture(scope="module")
 def lbw():
-    lab("down", "--name", LAB)
-    lab("up", str(SPEC))
-    try:
+    with running_lab(LAB, SPEC, services=()):
         yield
-    finally:
-        lab("down", "--name", LAB)
 
 
 def timed_dd(flags: str) -> str:
@@ -101,11 +97,7 @@ def test_a_lab_whose_buffered_writes_meet_the_default_has_the_machines_dd(tmp_pa
     spec.update(name="lbwt", subnet="10.231.83.0/24", hosts=[{"name": "lbwt-n01"}])
     path = tmp_path / "lbwt.yml"
     path.write_text(yaml.safe_dump(spec))
-    lab("down", "--name", "lbwt")
-    lab("up", str(path))
-    try:
+    with running_lab("lbwt", path, services=()):
         shown = on_host("lbwt", "lbwt-n01", "head -c 4 /usr/bin/dd | od -An -c; ls /run/diskproof-lab 2>&1 | head -n 1")
-        assert shown.stdout.split()[:4] == ["177", "E", "L", "F"], shown.stdout
-        assert "No such file" in shown.stdout
-    finally:
-        lab("down", "--name", "lbwt")
+    assert shown.stdout.split()[:4] == ["177", "E", "L", "F"], shown.stdout
+    assert "No such file" in shown.stdout

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -32,6 +33,10 @@ WORKDIR = "/dev/shm/diskproof-lab-%s" % LAB
 SYSTEMD_HOSTS = ["labsd-n01", "labsd-n03", "labsd-n05"]
 SYSV_HOSTS = ["labsd-n02", "labsd-n04", "labsd-n06"]
 CGROUP_ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
+# The lab's cpu cgroup (tools/labkit/fleet.py), below this test process's own.
+CPU_GROUP = os.path.join("/sys/fs/cgroup/cpu", next(
+    line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+    if "cpu" in line.split(":", 2)[1].split(",")).lstrip("/"), "diskproof-lab-%s" % LAB)
 
 pytestmark = needs_root
 
@@ -108,6 +113,17 @@ def test_systemd_hosts_boot_serve_their_disks_and_leave_nothing_behind():
             "inactive", "active", "active"]
         run_on("labsd-n01", "systemctl start cron.service")
 
+        # Every process of every host, both inits, runs in the lab's one cpu cgroup (docs/lab.md, "Buffered
+        # writes": the lab weighs as one task against the kernel's writeback threads).
+        procs = set(Path(CPU_GROUP, "cgroup.procs").read_text().split())
+        for host in SYSTEMD_HOSTS + SYSV_HOSTS:
+            pids = subprocess.run(["ip", "netns", "pids", "dp-%s-%s" % (LAB, host)], capture_output=True, text=True,
+                                  check=True).stdout.split()
+            assert len(pids) >= (3 if host in SYSTEMD_HOSTS else 1), (host, pids)
+            assert set(pids) <= procs, (host, sorted(set(pids) - procs))
+        session = run_on("labsd-n04", "cat /proc/self/cgroup")
+        assert re.search(r"^\d+:cpu:(/.*)?/diskproof-lab-%s$" % LAB, session, re.M), session
+
         raw = inventory["labsd-n05"]["diskproof_lab_disks"][1]
         assert raw["mode"] == "raw"
         read = run_on("labsd-n05", "dd if=/dev/%s of=/dev/null bs=4k count=64 iflag=direct 2>&1 | tail -1" % raw["device"])
@@ -125,4 +141,5 @@ def test_systemd_hosts_boot_serve_their_disks_and_leave_nothing_behind():
         assert not os.path.exists("/run/systemd/nspawn/propagate/%s" % host)
     for hierarchy in CGROUP_ROOTS:
         assert not os.path.exists("%s/diskproof-lab-%s" % (hierarchy, LAB))
+    assert not os.path.exists(CPU_GROUP)
     assert {path: sha256_of(path) for path in own_files} == own_files

@@ -117,6 +117,14 @@ done
 shift 2
 exec "$@"
 """
+# Every process of a lab's hosts runs in one cpu cgroup of the lab's own (cgroup v1 cpu controller, default
+# weight), so the whole lab weighs as one task against the kernel's writeback, loop and throttle threads. Without
+# it each ssh session a host starts is a scheduling group of its own (the kernel's autogroups) with a whole task's
+# weight: Ansible tasks on six hosts while those hosts' disks took buffered writes put the writeback behind dozens of
+# sessions and the writes read 16 % low on average (27 % at worst); with one group for the lab, 0.4 % (2.2 % at
+# worst) (docs/lab.md, "Buffered writes", item 4). A rack's hosts each have their own CPUs for their own writeback.
+CPU_DIR = "/sys/fs/cgroup/cpu"
+CPU_GROUP_PREFIX = "diskproof-lab-"
 # The cgroup hierarchies a systemd host gets its own cgroup in (cgroup v1 "hybrid": systemd's named
 # hierarchy and the unified one); down removes the lab's subtree in each.
 SYSTEMD_CGROUP_ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd")
@@ -508,11 +516,12 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
                 _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
 
     spawned: dict[str, float] = {}
+    cpu_group = _make_cpu_group(spec.name, journal)
     for host in spec.hosts:
         if host.init == "systemd":
-            spawned[host.name] = _start_systemd_host(spec, host, devices[host.name], state_dir, journal)
+            spawned[host.name] = _start_systemd_host(spec, host, devices[host.name], state_dir, journal, cpu_group)
         else:
-            _start_sshd(spec, host, state_dir, journal)
+            _start_sshd(spec, host, state_dir, journal, cpu_group)
     _wait_for_ssh(spec, key, max(ssh_timeout, BOOT_TIMEOUT_S if spawned else 0), state_dir)
     boot = _wait_for_boot(spec, key, spawned, state_dir)
 
@@ -619,7 +628,7 @@ def _build_network(spec: LabSpec, journal: Journal) -> None:
         run(["ip", "-n", host.netns, "link", "set", "eth0", "up"])
 
 
-def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal) -> None:
+def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal, cpu_group: str | None) -> None:
     workdir = workdir_for(spec.name)
     sshd_dir = os.path.join(workdir, "sshd")
     config = os.path.join(sshd_dir, f"{host.name}.conf")
@@ -634,7 +643,7 @@ def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal)
             os.path.join(host_dir, "srv"), os.path.join(host_dir, "tmp"), os.path.join(host_dir, "var-tmp"),
             os.path.join(host_dir, "root"), config, workdir, spec.buffered_writes]
     journal.record("sshd", host=host.name, netns=host.netns)
-    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.sshd.log"))
+    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.sshd.log"), cgroup_procs=cpu_group)
     journal.record("sshd_pid", host=host.name, pid=pid)
 
 
@@ -658,7 +667,7 @@ def _start_fob_watcher(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: di
 
 
 def _start_systemd_host(spec: LabSpec, host: HostSpec, devices: list[dict[str, str]], state_dir: str,
-                        journal: Journal) -> float:
+                        journal: Journal, cpu_group: str | None) -> float:
     """Mount the host's overlay of /, make it the host's (name, machine id, sshd, masks) and boot it
     with systemd-nspawn in the host's network namespace. Returns the monotonic time of the spawn."""
     workdir = workdir_for(spec.name)
@@ -683,9 +692,27 @@ def _start_systemd_host(spec: LabSpec, host: HostSpec, devices: list[dict[str, s
                                                  workdir if spec.buffered_writes == "one_at_a_time" else None)]
     journal.record("nspawn", host=host.name, netns=host.netns)
     spawned = time.monotonic()
-    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.nspawn.log"), nspawn.nspawn_env(CLEAN_ENV))
+    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}.nspawn.log"), nspawn.nspawn_env(CLEAN_ENV),
+                         cgroup_procs=cpu_group)
     journal.record("nspawn_pid", host=host.name, pid=pid, start=_process_start_time(pid))
     return spawned
+
+
+def _make_cpu_group(lab: str, journal: Journal) -> str | None:
+    """The lab's cpu cgroup, below this process's own (CPU_GROUP_PREFIX); the path of its cgroup.procs, or None
+    on a machine without a cgroup v1 cpu hierarchy (the lab then runs without it: docs/lab.md)."""
+    if not os.path.isfile(os.path.join(CPU_DIR, "cpu.shares")):
+        return None
+    with open("/proc/self/cgroup", encoding="utf-8") as handle:
+        own = next((line.rstrip("\n").split(":", 2)[2] for line in handle
+                    if "cpu" in line.split(":", 2)[1].split(",")), "/")
+    path = os.path.join(CPU_DIR, own.lstrip("/"), CPU_GROUP_PREFIX + lab)
+    journal.record("cpu_cgroup", path=path)
+    if os.path.isdir(path) and not _remove_cgroup_tree(path):
+        raise LabError(f"the cpu cgroup {path} of an earlier lab {lab} still has processes: "
+                       f"run `tools/lab down --name {lab}` or end them first")
+    os.mkdir(path)
+    return os.path.join(path, "cgroup.procs")
 
 
 def lab_cgroup(lab: str) -> str:
@@ -941,6 +968,11 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
                 os.rmdir(os.path.join(hierarchy, lab_path))
             except OSError:
                 pass  # gone, or not empty: reported above
+
+    # 2a'. the lab's cpu cgroup, empty once its hosts' processes are gone.
+    for record in of("cpu_cgroup"):
+        if not _retry(lambda p=record["path"]: _remove_cgroup_tree(p), 5.0):
+            problems.append(f"cannot remove cgroup {record['path']} (processes left in it?)")
 
     # 2b. fresh-SSD watchers, before the throttles they change are removed.
     watchers = [r["pid"] for r in of("fob_watcher_pid")

@@ -43,11 +43,20 @@ def memory_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
-def spawn_detached(argv: list[str], log_path: str, env: dict[str, str] | None = None) -> int:
-    """Start a long-lived process in its own session (it must outlive this tool); return its PID."""
+def spawn_detached(argv: list[str], log_path: str, env: dict[str, str] | None = None,
+                   cgroup_procs: str | None = None) -> int:
+    """Start a long-lived process in its own session (it must outlive this tool); return its PID. With
+    cgroup_procs (a cgroup's cgroup.procs file), the child joins that cgroup before it execs, so everything it
+    ever starts is in it from the first instruction on."""
+    def join_cgroup() -> None:
+        if cgroup_procs:
+            with open(cgroup_procs, "w", encoding="ascii") as procs:
+                procs.write(str(os.getpid()))
+
     with open(log_path, "ab") as log:
         process = subprocess.Popen(argv, env=env or CLEAN_ENV, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True, close_fds=True)
+                                   start_new_session=True, close_fds=True,
+                                   preexec_fn=join_cgroup if cgroup_procs else None)  # pylint: disable=subprocess-popen-preexec-fn
     return process.pid
 
 
