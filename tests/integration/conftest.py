@@ -26,7 +26,6 @@ SHARED_UNITS = {
 LONGEST_FIRST = (
     "test_cancel",
     "test_bad_input_matrix",
-    "test_ssd_steady_state",
     "test_evidence_bundle",
     "test_path_swap",
     "test_benchmark_raw",

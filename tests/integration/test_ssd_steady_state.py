@@ -36,7 +36,10 @@ FRESH_IOPS = 600
 STEADY_IOPS = 150
 FOB_BYTES = 40 * MIB
 
-pytestmark = needs_root
+# Alone: the steady-state rule holds 2,000 random reads a second to 10 % over an 8 s window, and fio needs CPU for
+# that rate. Beside three other labs' tests on this machine's two cores, a clean-clone CI run saw the healthy read
+# of d0 swing by 19 % and come out not_steady; the rule is the product's, so the test runs where only its lab does.
+pytestmark = [needs_root, pytest.mark.alone]
 
 
 def phase(index):
