@@ -114,30 +114,46 @@ def plan_fence(pid: int, token: str, cgroup_root: str = CGROUP_ROOT,
     return layout
 
 
-def stale_fences(home: str, alive: Callable[[int], bool]) -> List[str]:
+# A fence younger than this is never taken for stale: a module in another pid namespace (a container, a lab host on
+# one kernel) shows no live pid here, and its new fence is empty for a moment between mkdir and entering it.
+STALE_AFTER_S = 300.0
+
+
+def stale_fences(home: str, alive: Callable[[int], bool], now: Optional[float] = None,
+                 min_age_s: float = STALE_AFTER_S) -> List[str]:
     """Fence cgroups under ``home`` whose module is gone (SIGKILLed, OOM-killed: it could not remove its own).
 
-    A fence is named ``diskproof-<module pid>-<token>``; one whose pid no longer runs is stale. Removing it
-    is an rmdir, which the kernel refuses while any process is still inside, so a live fence is never hit.
+    A fence is named ``diskproof-<module pid>-<token>``; it is stale when that pid no longer runs here, no process
+    is inside it (a module in another pid namespace is invisible to ``alive`` but sits in its own fence), and it
+    was made more than ``min_age_s`` ago. Removing it is an rmdir, which the kernel refuses while any process is
+    still inside, so a live fence is never hit.
     """
     try:
         names = os.listdir(home)
     except OSError:
         return []
+    moment = time.time() if now is None else now
     stale = []
     for name in sorted(names):
         parts = name.split("-")
-        if len(parts) != 3 or parts[0] != FENCE_PREFIX or not parts[1].isdigit():
+        if len(parts) != 3 or parts[0] != FENCE_PREFIX or not parts[1].isdigit() or alive(int(parts[1])):
             continue
-        if not alive(int(parts[1])) and os.path.isdir(os.path.join(home, name)):
-            stale.append(os.path.join(home, name))
+        path = os.path.join(home, name)
+        try:
+            made = os.stat(path).st_mtime
+        except OSError:
+            continue
+        procs = _read(os.path.join(path, "cgroup.procs"))
+        if os.path.isdir(path) and moment - made >= min_age_s and (procs is None or not procs.strip()):
+            stale.append(path)
     return stale
 
 
-def remove_stale_fences(home: str, alive: Callable[[int], bool]) -> Tuple[List[str], List[str]]:
+def remove_stale_fences(home: str, alive: Callable[[int], bool], now: Optional[float] = None,
+                        min_age_s: float = STALE_AFTER_S) -> Tuple[List[str], List[str]]:
     """(removed, problems): rmdir every stale fence under ``home``."""
     removed, problems = [], []
-    for path in stale_fences(home, alive):
+    for path in stale_fences(home, alive, now, min_age_s):
         try:
             os.rmdir(path)
             removed.append(path)

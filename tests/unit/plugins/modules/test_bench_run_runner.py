@@ -18,6 +18,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import time
 import tempfile
 
 import jinja2
@@ -599,12 +600,16 @@ def test_cache_fence_bounds_the_page_cache_for_real(capsys):
                     reason="needs root and the cgroup v1 memory controller")
 def test_a_fenced_job_removes_the_fence_a_killed_module_left(capsys):
     """A module SIGKILLed inside its fence leaves an empty cgroup named after its pid (the kernel keeps it):
-    a real one is made here for a pid that has ended, and the next fenced job removes it and says so."""
+    a real one is made here for a pid that has ended, dated back past STALE_AFTER_S, and the next fenced job
+    removes it and says so."""
     dead = subprocess.Popen(["true"])
     dead.wait()
     home = _fence.plan_fence(os.getpid(), "probe").home
     left = os.path.join(home, _fence.fence_name(dead.pid, "0badf00d"))
     os.mkdir(left)
+    # made long enough ago to be stale (a younger one may be another PID namespace's, about to be entered)
+    made = time.time() - _fence.STALE_AFTER_S - 60
+    os.utime(left, (made, made))
     try:
         argv = ["dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "count=1"]
         code, result = run_module(capsys, argv=argv, direction="read", cache_fence_bytes=1 << 26)
