@@ -4,10 +4,10 @@
 """Fleet statistics and verdicts over diskproof result records (schema 1).
 
 Pure Python (no Ansible imports) so pytest reaches it directly and the same records can be
-re-judged outside a playbook run. The callback ``diskproof.fleet.report`` and the filter
-``diskproof.fleet.fleet_report`` only collect their inputs, then call ``judge_report`` (the
-callback, which streams the entries into its files) or ``build_report`` (the whole report as
-one dict). docs/report.md is the user documentation of everything below.
+re-judged outside a playbook run. Its one caller is the report pipeline (plugin_utils/_report.py), which the
+callback ``diskproof.fleet.report``, the action ``diskproof.fleet.report`` and the filter
+``diskproof.fleet.fleet_report`` all go through: it calls ``judge_report``. docs/report.md is the user
+documentation of everything below.
 
 One entry per record, plus one per host problem that left no record. Each entry keeps every
 finding (``reasons``) and the verdict of the worst one, in this precedence:
@@ -43,8 +43,8 @@ One path: a record is read once, into ``RecordFacts`` (``record_facts``): the fe
 and the writers need, so the record itself need not stay in memory (the callback spools it).
 ``judge_entries`` judges facts into ``Entry`` tuples; ``judge_report`` adds the report's other
 sections. Every writer reads those entries (plugin_utils/_report.py): report.json is
-``report_json_chunks`` (each entry's line around the record's own JSON text), and ``build_report``,
-the filter's, is that text read back. docs/benchmarks.md measures it at 10,000 hosts x 12 results.
+``report_json_chunks`` (each entry's line around the record's own JSON text), and the filter's report
+(``_report.build_report``) is that text read back. docs/benchmarks.md measures it at 10,000 hosts x 12 results.
 """
 from __future__ import annotations
 
@@ -874,7 +874,7 @@ Finding = Tuple[str, str]
 class Entry(NamedTuple):
     """One judged record or host problem, compact: ``entry_fields`` spells it as report.json does.
 
-    ``record`` is whatever the caller judged (``build_report``: the record dict; the callback: the
+    ``record`` is whatever the caller judged (the filter and a merge: the record dict; the callback: the
     place it spooled the record's JSON to); ``facts`` is None for a host problem. ``findings``
     are sorted worst first, so ``findings[0][0]`` is the verdict. ``group`` is set exactly when
     the entry was judged on a primary metric (then ``primary_metric`` is shown).
@@ -1190,10 +1190,6 @@ def _entry_sort_key(entry: Entry) -> Tuple[Any, ...]:
 RecordsWithFacts = Mapping[str, Sequence[Tuple[Any, RecordFacts]]]
 
 
-def _facts_of(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Dict[str, List[Tuple[Any, RecordFacts]]]:
-    return {host: [(record, record_facts(record)) for record in records] for host, records in records_by_host.items()}
-
-
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
                   rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None,
                   lost_baseline: Optional[Mapping[str, str]] = None) -> Tuple[List[Entry], List[Dict[str, Any]]]:
@@ -1351,7 +1347,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
                  settings: Settings, acceptance: Any = None, rules_source: Optional[str] = None, rules_errors: Sequence[str] = (),
                  baseline: Any = None, baseline_source: Optional[str] = None, baseline_errors: Sequence[str] = (),
                  input_errors: Sequence[str] = ()) -> Tuple[Dict[str, Any], List[Entry]]:
-    """The report with ``results`` left empty, and its entries worst first (see ``build_report``).
+    """The report with ``results`` left empty, and its entries worst first (``_report.judge``).
 
     ``facts_by_host``: ``{host: [(record, facts)]}`` where ``record`` is whatever the caller wants
     back in ``Entry.record`` and ``facts`` its ``record_facts``. For callers that write the
@@ -1440,7 +1436,7 @@ def report_json_chunks(report: Mapping[str, Any], entries: Iterable[Entry],
                        record_json_of: Callable[[Any], bytes]) -> Iterator[bytes]:
     """report.json, a piece at a time: ``report_json_frame`` around one line per entry (``entry_json_parts``) with
     its record's JSON text (``record_json_of(entry.record)``) in its place. The one spelling of report.json: the
-    files the pipeline writes, and ``build_report`` read back."""
+    files the pipeline writes, and the filter's report read back (``_report.report_dict``)."""
     head, tail = report_json_frame(report)
     yield head.encode("ascii")
     separator = b"\n"
@@ -1450,23 +1446,3 @@ def report_json_chunks(report: Mapping[str, Any], entries: Iterable[Entry],
                         b"null" if entry.facts is None else record_json_of(entry.record), after.encode("ascii")))
         separator = b",\n"
     yield tail.encode("ascii")
-
-
-def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
-                 run_metadata: Mapping[str, Any], outlier_fraction: float = DEFAULT_OUTLIER_FRACTION, *,
-                 settings: Optional[Settings] = None, acceptance: Any = None, rules_source: Optional[str] = None,
-                 rules_errors: Sequence[str] = (), baseline: Any = None, baseline_source: Optional[str] = None,
-                 baseline_errors: Sequence[str] = ()) -> Dict[str, Any]:
-    """The whole report: run metadata, rules, baseline, hosts, peer groups, every entry, summary.
-
-    ``acceptance`` is the raw ``{rules: [...]}`` (RulesError when malformed), ``baseline`` a
-    previous report.json as a dict (BaselineError when it is not one). A caller that could not
-    load either passes what went wrong as ``rules_errors`` / ``baseline_errors``: the report
-    shows them and ``summary.passed`` is false. Inputs are not modified: the report is report.json's text
-    (``report_json_chunks``) read back, so it is what the files hold.
-    """
-    settings = settings if settings is not None else make_settings(outlier_fraction)
-    report, entries = judge_report(_facts_of(records_by_host), host_statuses, run_metadata, settings=settings, acceptance=acceptance,
-                                   rules_source=rules_source, rules_errors=rules_errors, baseline=baseline, baseline_source=baseline_source,
-                                   baseline_errors=baseline_errors)
-    return json.loads(b"".join(report_json_chunks(report, entries, record_json)))

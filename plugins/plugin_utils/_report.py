@@ -8,8 +8,8 @@
 
 Three callers, one path: the callback diskproof.fleet.report (a run's records, spooled as they arrive,
 judged once), the action diskproof.fleet.report (the record sets of a merge, plugin_utils/_record_sets.py)
-and, for the report dict without files, the filter diskproof.fleet.fleet_report (``_aggregate.build_report``:
-the same judge and the same report.json text, read back). Every writer reads the same judged entries
+and, for the report dict without files, the filter diskproof.fleet.fleet_report (``build_report``: a Collection in
+memory, ``judge``, and report.json's text read back). Every writer reads the same judged entries
 (``_aggregate.Entry``); none reads a record again. Pure Python: no Ansible imports.
 """
 from __future__ import annotations
@@ -285,6 +285,37 @@ def judge(collection: Collection, inputs: Inputs, run: Mapping[str, Any]) -> Tup
         collection.by_host, collection.host_statuses, run, settings=inputs.settings, acceptance=inputs.acceptance,
         rules_source=inputs.rules_source, rules_errors=inputs.rules_errors, baseline=inputs.baseline,
         baseline_source=inputs.baseline_source, baseline_errors=inputs.baseline_errors, input_errors=inputs.input_errors)
+
+
+def report_dict(collection: Collection, inputs: Inputs, run: Mapping[str, Any]) -> Dict[str, Any]:
+    """The whole report as report.json holds it, without writing a file: ``judge``, then report.json's one spelling
+    (``_aggregate.report_json_chunks``) read back, so it is what the files would hold."""
+    report, entries = judge(collection, inputs, run)
+    return json.loads(b"".join(_aggregate.report_json_chunks(report, entries, collection.records.json)))
+
+
+def build_report(records_by_host: Mapping[str, Sequence[Mapping[str, Any]]], host_statuses: Mapping[str, Mapping[str, Any]],
+                 run: Mapping[str, Any], outlier_fraction: Optional[float] = None, *,
+                 settings: Optional[_aggregate.Settings] = None, acceptance: Any = None, rules_source: Optional[str] = None,
+                 rules_errors: Sequence[str] = (), baseline: Any = None, baseline_source: Optional[str] = None,
+                 baseline_errors: Sequence[str] = ()) -> Dict[str, Any]:
+    """The report of ``{host: [records]}`` (the filter diskproof.fleet.fleet_report): the records in a Collection in
+    memory, then ``report_dict``. ``acceptance`` is the raw ``{rules: [...]}`` (``_aggregate.RulesError`` when
+    malformed), ``baseline`` a previous report.json as a dict (``BaselineError`` when it is not one); a caller that
+    could not load either passes what went wrong as ``rules_errors`` / ``baseline_errors``: the report shows them and
+    ``summary.passed`` is false. ``settings`` default to the judge's own (``outlier_fraction`` alone changes that one).
+    Inputs are not modified."""
+    if settings is None:
+        settings = _aggregate.make_settings() if outlier_fraction is None else _aggregate.make_settings(outlier_fraction)
+    collection = Collection(RecordsInMemory())
+    for host, status in host_statuses.items():
+        collection.host_statuses[host] = {"status": status.get("status", _aggregate.HOST_OK),
+                                          "problems": list(status.get("problems") or [])}
+    for host, records in records_by_host.items():
+        collection.add_records(host, records)
+    inputs = Inputs(settings, "", acceptance, rules_source, list(rules_errors), baseline, baseline_source,
+                    list(baseline_errors), [])
+    return report_dict(collection, inputs, run)
 
 
 def judge_and_write(collection: Collection, inputs: Inputs, run: Mapping[str, Any]) -> Judgement:

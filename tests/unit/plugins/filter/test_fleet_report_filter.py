@@ -30,3 +30,28 @@ def test_robust_z_min_deviation_sets_how_far_below_the_median_a_z_outlier_must_b
     assert fleet_report(RECORDS, robust_z_min_deviation=0.14)["rules"]["robust_z_min_deviation"] == 0.14
     # 14.1 % low is still an outlier when the floor is below it.
     assert verdicts(fleet_report(RECORDS, outlier_fraction=0.5, robust_z_min_deviation=0.14))["accj-n02"] == "outlier"
+
+
+def test_the_filters_defaults_are_the_reports_settings_defaults():
+    """One set of defaults: what the filter judges with unasked is what the callback's options and the diskproof_*
+    variables default to (plugin_utils/_settings.py), unstable_fails included."""
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _settings
+    rules = fleet_report(RECORDS)["rules"]
+    defaults = {setting.option: setting.default for setting in _settings.SETTINGS if setting.default is not None}
+    for option in ("outlier_fraction", "robust_z_min_deviation", "regression_fraction", "max_cv", "peer_group",
+                   "unstable_fails"):
+        assert rules[option] == defaults[option], option
+
+
+def test_unstable_fails_false_keeps_an_unstable_result_from_failing_the_report():
+    """accj-n01's repeats made to vary (38.6 to 52.5 MB/s) across the peer band's lower edge: unstable either way;
+    it fails the report unless unstable_fails is false."""
+    jumpy = json.loads(json.dumps(RECORDS))
+    record = jumpy["accj-n01"][0]
+    value = record["samples"][0]
+    record["samples"] = [value * 0.75, value, value * 1.02]
+    strict, lenient = fleet_report(jumpy), fleet_report(jumpy, unstable_fails=False)
+    assert verdicts(strict)["accj-n01"] == verdicts(lenient)["accj-n01"] == "unstable"
+    assert (strict["summary"]["passed"], strict["summary"]["failing_hosts"]) == (False, ["accj-n01"])
+    assert (lenient["summary"]["passed"], lenient["summary"]["failing_hosts"]) == (True, [])
+    assert lenient["rules"]["unstable_fails"] is False

@@ -513,7 +513,7 @@ def test_a_byte_count_dd_cannot_print_is_a_parse_error(summary):
 def test_report_shows_a_direction_less_rate_and_judges_it_once_the_direction_is_given():
     """The report names the kept figure and the fix instead of "no figure"; the same text parsed with
     direction=write is judged on that rate."""
-    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
 
     text = fixture("gnu91-write-fdatasync.txt")
     target = {"path": "/srv/d0", "device": "sdb"}
@@ -522,7 +522,7 @@ def test_report_shows_a_direction_less_rate_and_judges_it_once_the_direction_is_
     records = {"h1": [make_record(unknown, test="dd_seq_write", target=target)],
                "h2": [make_record(stated, test="dd_seq_write", target=target)]}
     ok = {"status": "ok", "problems": []}
-    entries = _aggregate.build_report(records, {"h1": ok, "h2": ok}, {}, 0.15)["results"]
+    entries = _report.build_report(records, {"h1": ok, "h2": ok}, {}, 0.15)["results"]
     found = {entry["host"]: (entry["verdict"], entry["reason"]) for entry in entries}
     assert found["h1"] == ("not_measured", "dd rate 49.0 MB/s of unknown direction (metrics.transfer_bytes_per_s) "
                                            "is not judged: parse again with direction=read, write or copy")

@@ -15,6 +15,7 @@ import jinja2
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report as pipeline
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render
 from ansible_collections.diskproof.fleet.plugins.module_utils import _steady
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio
@@ -254,14 +255,14 @@ def test_not_steady_is_a_failing_verdict_above_slow_and_says_why():
     unsteady = steady_record("fio333-steadystate-unsteady-not-attained.json")
     rules = {"rules": [{"name": "datasheet", "match": {"test": "ssd_steady_*"},
                         "datasheet": {"write_iops": 1000, "min_percent": 90}}]}
-    (entry,) = agg.build_report({"h1": [unsteady]}, {"h1": OK}, {}, acceptance=rules)["results"]
+    (entry,) = pipeline.build_report({"h1": [unsteady]}, {"h1": OK}, {}, acceptance=rules)["results"]
     assert entry["verdict"] == "not_steady"
     assert [finding["verdict"] for finding in entry["reasons"]] == ["not_steady", "slow"]
     assert entry["reason"] == (
         "steady state not attained within 60 s (iops:20%, slope excursion <= 10.0%): last 10 s window mean 407 IOPS, "
         "max deviation 63.2%, slope excursion 33.7% (fio's criterion iops:20% did not hold over a 10 s window within "
         "the time limit of 60 s)")
-    report = agg.build_report({"h1": [unsteady]}, {"h1": OK}, {})
+    report = pipeline.build_report({"h1": [unsteady]}, {"h1": OK}, {})
     assert report["summary"]["counts"]["not_steady"] == 1 and report["summary"]["passed"] is False
 
 
@@ -269,12 +270,12 @@ def test_datasheet_rules_compare_the_steady_figure():
     steady = steady_record("fio333-steadystate-cliff-attained.json")
     rules = {"rules": [{"name": "datasheet steady 4k write", "match": {"test": "ssd_steady_rand_write"},
                         "datasheet": {"write_iops": 200, "min_percent": 80}}]}
-    (entry,) = agg.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=rules)["results"]
+    (entry,) = pipeline.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=rules)["results"]
     assert (entry["verdict"], entry["reason"]) == (
         "slow", "rule 1 'datasheet steady 4k write': 150 IOPS is 75.0% of datasheet 200 IOPS (< 80%)")
     passing = {"rules": [{"match": {"test": "ssd_steady_rand_write"},
                           "datasheet": {"write_iops": 160, "min_percent": 90}}]}
-    (entry,) = agg.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=passing)["results"]
+    (entry,) = pipeline.build_report({"h1": [steady]}, {"h1": OK}, {}, acceptance=passing)["results"]
     assert entry["verdict"] == "pass"
 
 

@@ -3,24 +3,20 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Tables for plugin_utils/_aggregate.py: statistics, primary metric, peer groups, verdicts, report.
 
-Verdicts are asked of the judge's entry points only: ``build_report`` (what the filter calls) and
-``judge_report`` (what the callback calls); both judge through ``judge_entries``."""
+Verdicts are asked of the judge's entry points only: the pipeline's ``build_report`` (what the filter calls:
+plugin_utils/_report.py) and ``judge_report`` (what the pipeline calls); both judge through ``judge_entries``."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _metrics
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report as pipeline
 
-# Loaded by path: the module is pure Python and needs no collection loader.
-_AGGREGATE_PATH = Path(__file__).resolve().parents[4] / "plugins" / "plugin_utils" / "_aggregate.py"
-_SPEC = importlib.util.spec_from_file_location("diskproof_aggregate_under_test", _AGGREGATE_PATH)
-agg = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(agg)
 
 MIB = 1048576
 
@@ -146,12 +142,12 @@ OK = {"status": "ok", "problems": []}
 def judge(records_by_host, statuses=None, outlier_fraction=0.15, **inputs):
     """The report's entries, worst first (``inputs``: build_report's settings, acceptance, baseline)."""
     statuses = statuses if statuses is not None else {host: OK for host in records_by_host}
-    return agg.build_report(records_by_host, statuses, {}, outlier_fraction, **inputs)["results"]
+    return pipeline.build_report(records_by_host, statuses, {}, outlier_fraction, **inputs)["results"]
 
 
 def groups_of(records_by_host, peer_group="identity"):
     """The report's peer group rows."""
-    return agg.build_report(records_by_host, {}, {}, settings=agg.make_settings(peer_group=peer_group))["groups"]
+    return pipeline.build_report(records_by_host, {}, {}, settings=agg.make_settings(peer_group=peer_group))["groups"]
 
 
 def group_key(rec, peer_group="identity"):
@@ -275,7 +271,7 @@ def test_every_targeted_host_appears_worst_first():
 
 def test_summary_counts_every_verdict_and_lists_failing_worst_first():
     records_by_host = {"h1": [write(200e6)], "h2": [write(205e6)], "h3": [write(150e6)]}
-    summary = agg.build_report(records_by_host, {host: OK for host in records_by_host}, {})["summary"]
+    summary = pipeline.build_report(records_by_host, {host: OK for host in records_by_host}, {})["summary"]
     assert summary["counts"] == {"error": 0, "not_measured": 0, "invalid": 0, "not_steady": 0, "slow": 0, "regressed": 0,
                                  "outlier": 1, "unstable": 0, "pass": 2}
     assert summary["total"] == 3
@@ -300,7 +296,7 @@ def test_build_report_shape_and_inputs_untouched():
     statuses = {"h1": OK, "h2": OK, "h3": OK, "h4": {"status": "unreachable", "problems": [{"task": "W", "status": "unreachable", "message": "x"}]}}
     before = copy.deepcopy((records_by_host, statuses))
     run = {"started": "2026-11-22T00:00:00Z", "finished": "2026-11-22T00:01:00Z", "inventory_size": 4}
-    report = agg.build_report(records_by_host, statuses, run, 0.2)
+    report = pipeline.build_report(records_by_host, statuses, run, 0.2)
     assert (records_by_host, statuses) == before
     # Deliberate change (report schema 2): a baseline section, more rules, peer_group is the option value.
     assert sorted(report) == ["baseline", "groups", "hosts", "report_schema", "results", "rules", "run", "summary"]
@@ -330,7 +326,7 @@ def test_build_report_shape_and_inputs_untouched():
 
 def test_build_report_rejects_a_bad_fraction():
     with pytest.raises(ValueError):
-        agg.build_report({}, {}, {}, 1.5)
+        pipeline.build_report({}, {}, {}, 1.5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -641,14 +637,14 @@ def test_an_unstable_result_fails_the_report_unless_the_site_lets_it_pass():
     noisy = write(100e6)
     noisy["samples"] = [100e6, 142e6, 100e6]
     for unstable_fails, passed in ((True, False), (False, True)):
-        report = agg.build_report({"h1": [noisy]}, {}, {}, settings=agg.make_settings(unstable_fails=unstable_fails))
+        report = pipeline.build_report({"h1": [noisy]}, {}, {}, settings=agg.make_settings(unstable_fails=unstable_fails))
         assert report["results"][0]["verdict"] == "unstable"
         assert report["summary"]["passed"] is passed
         assert [row["verdict"] for row in report["summary"]["failing"]] == (["unstable"] if unstable_fails else [])
 
 
 def test_rules_or_baseline_that_could_not_be_used_fail_the_summary():
-    report = agg.build_report({"h1": [write(200e6)]}, {}, {}, rules_errors=["rules[0].x: unknown key"], rules_source="/etc/rules.yml")
+    report = pipeline.build_report({"h1": [write(200e6)]}, {}, {}, rules_errors=["rules[0].x: unknown key"], rules_source="/etc/rules.yml")
     assert report["rules"]["errors"] == ["rules[0].x: unknown key"]
     assert report["summary"]["input_errors"] == ["rules: rules[0].x: unknown key"]
     assert report["summary"]["passed"] is False
@@ -656,15 +652,15 @@ def test_rules_or_baseline_that_could_not_be_used_fail_the_summary():
 
 def test_build_report_with_rules_and_baseline():
     records_by_host = {"h1": [disk(140e6, serial="ZC1")]}
-    report = agg.build_report(records_by_host, {}, {}, acceptance=RULES, rules_source="play variable diskproof_acceptance",
-                              baseline=baseline_report(disk(200e6, serial="ZC1")), baseline_source="/r/old/report.json")
+    report = pipeline.build_report(records_by_host, {}, {}, acceptance=RULES, rules_source="play variable diskproof_acceptance",
+                                   baseline=baseline_report(disk(200e6, serial="ZC1")), baseline_source="/r/old/report.json")
     assert report["results"][0]["verdict"] == "slow"
     assert [finding["verdict"] for finding in report["results"][0]["reasons"]] == ["slow", "regressed"]
     assert len(report["rules"]["acceptance"]) == 3
     assert report["baseline"] == {"source": "/r/old/report.json", "started": "2026-10-01T00:00:00Z", "disks_tests": 1,
                                   "hosts_without_baseline": [], "errors": []}
     with pytest.raises(agg.RulesError):
-        agg.build_report(records_by_host, {}, {}, acceptance={"rules": [{}]})
+        pipeline.build_report(records_by_host, {}, {}, acceptance={"rules": [{}]})
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -729,7 +725,7 @@ def test_entry_json_parts_spell_every_entry_exactly_as_json_dumps():
 
 def test_judge_report_is_build_report_without_the_dicts():
     records_by_host, statuses, baseline = _every_kind_of_entry()
-    report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, acceptance=RULES, baseline=baseline, baseline_source="b")
+    report = pipeline.build_report(records_by_host, statuses, {"playbook": "p"}, acceptance=RULES, baseline=baseline, baseline_source="b")
     facts_by_host = {host: [(index, agg.record_facts(rec)) for index, rec in enumerate(records)]
                      for host, records in records_by_host.items()}
     sections, entries = agg.judge_report(facts_by_host, statuses, {"playbook": "p"}, settings=agg.make_settings(), acceptance=RULES,
@@ -750,7 +746,7 @@ def compact(value):
 
 def test_report_json_frame_one_entry_per_line():
     records_by_host, statuses, baseline = _every_kind_of_entry()
-    report = agg.build_report(records_by_host, statuses, {"playbook": "p"}, baseline=baseline)
+    report = pipeline.build_report(records_by_host, statuses, {"playbook": "p"}, baseline=baseline)
     head, tail = agg.report_json_frame(report)
     lines = [compact(entry) for entry in report["results"]]
     text = head + "".join(("\n" if index == 0 else ",\n") + line for index, line in enumerate(lines)) + tail
@@ -760,7 +756,7 @@ def test_report_json_frame_one_entry_per_line():
                                      '"hosts":' + compact(report["hosts"]) + ",", '"report_schema":2,', '"results":[']
     assert text.splitlines()[5:5 + len(lines)] == [line + "," for line in lines[:-1]] + [lines[-1]]
     assert text.endswith("}\n") and text.isascii()
-    empty = agg.build_report({}, {}, {})
+    empty = pipeline.build_report({}, {}, {})
     head, tail = agg.report_json_frame(empty)
     assert json.loads(head + tail) == empty
 

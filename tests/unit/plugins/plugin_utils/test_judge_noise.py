@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report as pipeline
 
 LEVEL = 400.0  # IOPS of a healthy disk
 
@@ -37,7 +38,7 @@ def fio_record(samples, test="fio_rand_read"):
 
 def judge(records_by_host, **settings):
     statuses = {host: {"status": "ok", "problems": []} for host in records_by_host}
-    report = agg.build_report(records_by_host, statuses, {}, settings=agg.make_settings(**settings))
+    report = pipeline.build_report(records_by_host, statuses, {}, settings=agg.make_settings(**settings))
     return {entry["host"]: entry for entry in report["results"]}
 
 
@@ -132,8 +133,8 @@ RULES = {"rules": [{"name": "fleet floor", "match": {"test": "fio_rand_read"}, "
 def test_an_unstable_figure_whose_repeats_all_clear_every_limit_passes_with_a_note():
     fleet = {"n%02d" % index: [fio_record([LEVEL, LEVEL * 1.001, LEVEL * 0.999])] for index in range(5)}
     fleet["jumpy"] = [fio_record([LEVEL * 1.12, LEVEL * 0.99, LEVEL * 1.0])]   # 396 to 448 IOPS: above every limit
-    report = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {},
-                              settings=agg.make_settings(max_cv=0.05), acceptance=RULES)
+    report = pipeline.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {},
+                                   settings=agg.make_settings(max_cv=0.05), acceptance=RULES)
     entry = {entry["host"]: entry for entry in report["results"]}["jumpy"]
     assert entry["verdict"] == "pass"
     assert entry["notes"] == ["repeats vary: coefficient of variation 7.0% > 5.0% (n=3), but every repeat clears every "
@@ -155,8 +156,8 @@ def test_unstable_fails_unless_the_site_says_otherwise():
     fleet = {"n%02d" % index: [fio_record([LEVEL, LEVEL * 1.001, LEVEL * 0.999])] for index in range(5)}
     fleet["jumpy"] = [fio_record([LEVEL * 0.90, LEVEL, LEVEL * 1.01])]
     statuses = {host: {"status": "ok"} for host in fleet}
-    strict = agg.build_report(fleet, statuses, {}, settings=agg.make_settings())
-    lenient = agg.build_report(fleet, statuses, {}, settings=agg.make_settings(unstable_fails=False))
+    strict = pipeline.build_report(fleet, statuses, {}, settings=agg.make_settings())
+    lenient = pipeline.build_report(fleet, statuses, {}, settings=agg.make_settings(unstable_fails=False))
     assert (strict["summary"]["passed"], lenient["summary"]["passed"]) == (False, True)
 
 
@@ -164,8 +165,8 @@ def test_repeats_straddling_a_rule_limit_name_the_rule():
     fleet = {"n%02d" % index: [fio_record([LEVEL * 0.76, LEVEL * 0.761, LEVEL * 0.759])] for index in range(5)}
     # every disk at 304 IOPS: rule minimum 300; this one's repeats go from 285 to 320
     fleet["jumpy"] = [fio_record([285.0, 305.0, 320.0])]
-    report = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
-                              acceptance=RULES)
+    report = pipeline.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                                   acceptance=RULES)
     entry = {entry["host"]: entry for entry in report["results"]}["jumpy"]
     assert entry["verdict"] == "unstable"
     assert "straddle rule 1 'fleet floor''s minimum 300 IOPS" in entry["reason"]
@@ -174,8 +175,8 @@ def test_repeats_straddling_a_rule_limit_name_the_rule():
 def test_repeats_all_below_a_limit_are_that_limit_s_verdict():
     fleet = {"n%02d" % index: [fio_record([LEVEL, LEVEL * 1.001, LEVEL * 0.999])] for index in range(5)}
     fleet["slow"] = [fio_record([250.0, 280.0, 265.0])]   # all below 300 and the band: slow, then outlier
-    report = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
-                              acceptance=RULES)
+    report = pipeline.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                                   acceptance=RULES)
     entry = {entry["host"]: entry for entry in report["results"]}["slow"]
     assert [finding["verdict"] for finding in entry["reasons"]] == ["slow", "outlier"]
 
@@ -199,7 +200,7 @@ def test_noise_statistics_of_the_group_are_in_the_groups_rows():
     fleet = {"n%02d" % index: [fio_record([LEVEL * (1 + 0.01 * index), LEVEL * (1 + 0.01 * index) * 1.02])]
              for index in range(4)}
     statuses = {host: {"status": "ok"} for host in fleet}
-    (row,) = agg.build_report(fleet, statuses, {}, settings=agg.make_settings())["groups"]
+    (row,) = pipeline.build_report(fleet, statuses, {}, settings=agg.make_settings())["groups"]
     figures = sorted(min(LEVEL * (1 + 0.01 * index), LEVEL * (1 + 0.01 * index) * 1.02) for index in range(4))
     assert row["spread"] == pytest.approx(1.4826 * agg.median_absolute_deviation(figures) / statistics.median(figures))
     cv = statistics.stdev([1.0, 1.02]) / statistics.mean([1.0, 1.02])
@@ -230,8 +231,8 @@ def test_a_disk_whose_host_the_store_baseline_lost_is_reported_not_passed_silent
         {"host": "n00", "record": fio_record([LEVEL, LEVEL, LEVEL])},
         {"host": "n01", "record": fio_record([LEVEL, LEVEL, LEVEL])}],
         "store_baseline": {"run_id": "r5", "hosts_missing": {"n02": "r3"}}}
-    report = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
-                              baseline=baseline)
+    report = pipeline.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                                   baseline=baseline)
     notes = {entry["host"]: entry["notes"] for entry in report["results"]}
     assert notes["n00"] == [] and notes["n01"] == []
     assert notes["n02"] == ["no baseline for this disk and test: the report store's passing run r3 measured this host, "
@@ -239,7 +240,7 @@ def test_a_disk_whose_host_the_store_baseline_lost_is_reported_not_passed_silent
     assert report["baseline"]["hosts_without_baseline"] == ["n02"]
     # a baseline of your own (no store_baseline): nothing is known about lost hosts
     del baseline["store_baseline"]
-    plain = agg.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
-                             baseline=baseline)
+    plain = pipeline.build_report(fleet, {host: {"status": "ok"} for host in fleet}, {}, settings=agg.make_settings(),
+                                  baseline=baseline)
     assert plain["baseline"]["hosts_without_baseline"] == []
     assert {entry["host"]: entry["notes"] for entry in plain["results"]}["n02"] == ["no baseline for this disk and test"]

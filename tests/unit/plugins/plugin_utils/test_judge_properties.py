@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Random fleets through the judge (plugin_utils/_aggregate.build_report: judge_report, then report.json read
+"""Random fleets through the judge (plugin_utils/_report.build_report: the pipeline's judge_report, then report.json read
 back): what must hold for any fleet.
 
 Every record is judged exactly once; every host appears; an entry's verdict is its worst finding
@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report as pipeline
 
 TESTS = ("dd_seq_write", "dd_seq_read", "fio_rand_read")
 MODELS = (("ST4000NM000A", True), ("SAMSUNG MZ7L3960", False), (None, None))
@@ -75,7 +76,7 @@ def fleets(draw):
 
 def _judged(fleet):
     records_by_host, statuses = fleet
-    return agg.build_report(records_by_host, statuses, {"playbook": "p"}), records_by_host, statuses
+    return pipeline.build_report(records_by_host, statuses, {"playbook": "p"}), records_by_host, statuses
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate as agg
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report as pipeline
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _render as render
 
 _ROOT = Path(__file__).resolve().parents[4]
@@ -380,7 +381,7 @@ def test_every_verdict_in_model_groups_with_zcav():
         "ssd-4": [_disk("S4", MZ7LH, 5e8, device_io={"read_bytes": 0, "write_bytes": 0})],
         "ssd-5": [_disk("S5", MZ7LH, 5e8)],
     }
-    baseline = agg.build_report({"ssd-2": [_disk("S2", MZ7LH, 5e8)]}, {}, {})
+    baseline = pipeline.build_report({"ssd-2": [_disk("S2", MZ7LH, 5e8)]}, {}, {})
     rules = {"rules": [{"name": "archive HDDs", "match": {"model": "ST4000*"}, "min_read_mb_per_s": 200}]}
     report, entries = judged(records, run={"playbook": "validate.yml"}, outlier_fraction=0.2, acceptance=rules, baseline=baseline)
     report["summary"]["input_errors"].append("baseline: /srv/old/report.json: not a report")

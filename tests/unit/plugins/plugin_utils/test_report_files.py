@@ -113,4 +113,4 @@ def test_spooled_records_and_records_in_memory_give_the_same_files(tmp_path):
             "parse again with direction=read, write or copy") in found
     # The filter's report is this report.json, read back (compared as JSON: a NaN figure is not equal to itself).
     records_by_host, statuses = _varied_fleet()
-    assert json.dumps(aggregate.build_report(records_by_host, statuses, run)) == json.dumps(report)
+    assert json.dumps(_report.build_report(records_by_host, statuses, run)) == json.dumps(report)
