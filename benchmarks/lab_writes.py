@@ -21,6 +21,12 @@ an error, exit 2):
   loop, the hosts in the lab's one cpu cgroup (what ``up`` makes); and the same with the hosts' processes moved out
   of it, as labs ran before it: each ssh session a host starts is then a scheduling group of its own (the kernel's
   autogroups), and the writeback threads wait behind dozens of them.
+- ``estimate``: the kernel's estimate of a disk's write bandwidth. One host at 32 MiB/s; a buffered ``dd bs=1M
+  count=256 conv=fdatasync`` in a 128 MiB memory cgroup (the product's cache fence), twice in a row: right after
+  ``up``, and after an fsync-heavy job (fio 8 KiB random writes with ``fsync=1`` for 8 s, what ``fio_commit_rate``
+  does) followed by no warm-up, by the one 1.5 s buffered write ``up`` used to warm a disk with, and by the two 3 s
+  writes it warms with now. The kernel paces a buffered writer by that estimate; a loop device keeps it from one
+  lab to the next.
 - ``product``: the product's own ``dd_seq_write`` (playbooks/validate.yml, 5 repeats) on one host alone and on
   eight hosts at once, first with their buffered writes meeting (the lab's default), then taking turns
   (``buffered_writes: one_at_a_time``, tools/labkit/lab-dd): every repeat within +-3 % of the throttle, none more
@@ -29,7 +35,7 @@ an error, exit 2):
 The hand-run dd of ``credit`` and ``images`` runs in this machine's root namespace on the lab's mounted disks (what
 a host's shell would run; the hosts share this kernel).
 
-    sudo .venv/bin/python benchmarks/lab_writes.py                      # all four parts, ~10 min
+    sudo .venv/bin/python benchmarks/lab_writes.py                      # all five parts, ~15 min
     sudo .venv/bin/python benchmarks/lab_writes.py --parts product --markdown --json /tmp/lab-writes.json
 
 Exit code 0 when the product part meets its targets (or was not run), 1 when it does not, 2 when a lab or a
@@ -51,7 +57,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from labrun import Lab, LabFailed, playbook_env, report_of, run_playbook
 
 MIB = 1 << 20
-PARTS = ("credit", "images", "sessions", "product")
+PARTS = ("credit", "images", "sessions", "estimate", "product")
 PAUSES_S = (0.0, 0.05, 0.1, 0.15, 0.3, 0.5)
 # The labs of the product part: one host, then eight with their buffered writes meeting (the lab's default: what
 # this machine does to them) and taking turns (buffered_writes: one_at_a_time, docs/lab.md).
@@ -238,6 +244,98 @@ def part_sessions(workdir: pathlib.Path) -> Dict[str, Any]:
     return {"throttle_mb_per_s": truth, "rows": rows}
 
 
+class MemoryFence:
+    """``with MemoryFence(bytes) as fence``: a memory cgroup below this process's own, capped at ``bytes`` (the
+    product's cache fence, module_utils/_fence.py); ``fence.enter`` is a preexec_fn that moves a child into it."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        own = next(line.split(":", 2)[2] for line in pathlib.Path("/proc/self/cgroup").read_text().splitlines()
+                   if "memory" in line.split(":", 2)[1].split(","))
+        self.path = pathlib.Path("/sys/fs/cgroup/memory", own.lstrip("/"), "diskproof-lab-writes-%d" % os.getpid())
+        self.limit_bytes = limit_bytes
+
+    def __enter__(self) -> "MemoryFence":
+        self.path.mkdir()
+        (self.path / "memory.limit_in_bytes").write_text("%d\n" % self.limit_bytes)
+        return self
+
+    def enter(self) -> None:
+        (self.path / "cgroup.procs").write_text("%d\n" % os.getpid())
+
+    def __exit__(self, *exc: Any) -> None:
+        for _attempt in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def fenced_dd_mb_per_s(mount: str, fence: MemoryFence) -> float:
+    """rm, sync, drop_caches, 0.3 s, then dd bs=1M count=256 conv=fdatasync inside the fence: MB/s from dd's own
+    bytes and seconds (what bench_run reads)."""
+    path = os.path.join(mount, "lab-writes.file")
+    if os.path.exists(path):
+        os.unlink(path)
+    drop_caches()
+    time.sleep(0.3)
+    done = subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=256", "conv=fdatasync"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True,
+                          env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}, preexec_fn=fence.enter)
+    os.unlink(path)
+    summary = done.stderr.strip().splitlines()[-1]
+    return int(summary.split()[0]) / float(summary.split(", ")[2].split()[0]) / 1e6
+
+
+def commit_rate_job(mount: str, fence: MemoryFence) -> None:
+    """8 s of 8 KiB random writes with an fsync after each, in the fence: what fio_commit_rate does to a disk."""
+    path = os.path.join(mount, "lab-writes.fio")
+    subprocess.run(["fio", "--name=commit", "--filename=" + path, "--rw=randwrite", "--bs=8k", "--fsync=1",
+                    "--size=64M", "--time_based", "--runtime=8", "--ioengine=psync", "--output=/dev/null"],
+                   check=True, preexec_fn=fence.enter)
+    os.unlink(path)
+
+
+def warm_writes(mount: str, count: int, seconds: float, bytes_per_s: int) -> None:
+    """``count`` buffered writes of about ``seconds`` each, outside the fence (what ``up`` does to warm a disk)."""
+    path = os.path.join(mount, "lab-writes.warm")
+    for _write in range(count):
+        subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=%d" % int(bytes_per_s * seconds / MIB),
+                        "conv=fdatasync", "status=none"], check=True)
+        os.unlink(path)
+        os.sync()
+
+
+ESTIMATE_CASES = (("right after up", None), ("after a commit-rate job, no warm-up", (0, 0.0)),
+                  ("after a commit-rate job, one 1.5 s write (up before)", (1, 1.5)),
+                  ("after a commit-rate job, two 3 s writes (up now)", (2, 3.0)))
+
+
+def part_estimate(workdir: pathlib.Path, rounds: int = 2) -> Dict[str, Any]:
+    rate = 32 * MIB
+    truth = rate / 1e6
+    rows = []
+    for case, warm in ESTIMATE_CASES:
+        firsts, seconds = [], []
+        for _round in range(rounds):
+            with Lab(spec("lwe", 98, 1, rate), workdir) as lab, MemoryFence(128 * MIB) as fence:
+                (mount,) = lab.mounts()
+                if warm is not None:
+                    commit_rate_job(mount, fence)
+                    warm_writes(mount, warm[0], warm[1], rate)
+                firsts.append(fenced_dd_mb_per_s(mount, fence))
+                seconds.append(fenced_dd_mb_per_s(mount, fence))
+        row = {"case": case, "first_mb_per_s": firsts, "second_mb_per_s": seconds,
+               "first_errors": errors(firsts, truth), "second_errors": errors(seconds, truth)}
+        rows.append(row)
+        print("estimate: %s: first write %s, second %s" % (
+            case, " / ".join(percent(e) for e in row["first_errors"]), " / ".join(percent(e) for e in row["second_errors"])),
+            file=sys.stderr, flush=True)
+    return {"throttle_mb_per_s": truth, "rows": rows}
+
+
 def validate(lab: Lab, report_dir: pathlib.Path, repeats: int) -> Dict[str, Any]:
     extra = {"benchmark_tests": ["dd_seq_write"], "benchmark_repeats": repeats, "benchmark_max_repeats": repeats}
     result = run_playbook(lab.inventory, "playbooks/validate.yml", report_dir, extra)
@@ -296,6 +394,13 @@ def markdown(results: Dict[str, Any]) -> str:
                   "| while | mean error | worst | best |", "|---|---|---|---|"]
         lines += ["| %s | %s | %s | %s |" % (row["while"], percent(row["mean_error"]), percent(row["min_error"]),
                                              percent(row["max_error"])) for row in sessions["rows"]]
+    estimate = results.get("estimate")
+    if estimate:
+        lines += ["", "The kernel's write-bandwidth estimate (1 host at %.1f MB/s, dd 256 MiB in a 128 MiB memory cgroup, "
+                  "twice in a row; a fresh lab each round):" % estimate["throttle_mb_per_s"], "",
+                  "| before the writes | first write | second write |", "|---|---|---|"]
+        lines += ["| %s | %s | %s |" % (row["case"], " / ".join(percent(e) for e in row["first_errors"]),
+                                        " / ".join(percent(e) for e in row["second_errors"])) for row in estimate["rows"]]
     product = results.get("product")
     if product:
         lines += ["", "The product's dd_seq_write (validate.yml, %d repeats, throttle %.1f MB/s):"
@@ -340,6 +445,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 results["images"] = part_images(pathlib.Path(workdir))
             if "sessions" in parts:
                 results["sessions"] = part_sessions(pathlib.Path(workdir))
+            if "estimate" in parts:
+                results["estimate"] = part_estimate(pathlib.Path(workdir))
             if "product" in parts:
                 results["product"] = part_product(pathlib.Path(workdir), args.repeats, labs)
     except LabFailed as error:

@@ -56,8 +56,9 @@ REQUIRED_TOOLS = ("ip", "losetup", "mkfs.ext4", "mount", "umount", "unshare", "h
 SSHD = "/usr/sbin/sshd"
 LOOP_CTL_ADD = 0x4C80  # linux/loop.h
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
-# How long the buffered write that warms each throttled filesystem disk at `up` lasts (_warm_writeback).
-WARM_WRITE_S = 1.5
+# The buffered writes that warm each throttled filesystem disk at `up` (_warm_writeback): how many, how long each.
+WARM_WRITES = 2
+WARM_WRITE_S = 3.0
 # The lab's dd, bound over /usr/bin/dd in the hosts of a lab with buffered_writes: one_at_a_time.
 LAB_DD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab-dd")
 
@@ -226,19 +227,22 @@ def ssh_ok(key: str, address: str, connect_timeout: int = 3) -> tuple[bool, str]
 
 
 def _warm_writeback(mountpoint: str, write_bytes_per_s: int, size_bytes: int) -> None:
-    """One buffered write of about WARM_WRITE_S at the disk's throttle, then removed: the kernel sizes a device's
-    dirty pages and writer pauses by the write bandwidth it has measured for it, and a new loop device starts from a
-    default guess. Without this, the first buffered writes of every lab disk read low (measured at 64 MiB/s:
-    42.7, then 58.3-59.0, then 66.4 MB/s every time against 67.1), where a real host's disk has been written since
-    boot."""
+    """WARM_WRITES buffered writes of about WARM_WRITE_S each at the disk's throttle, each removed again. The kernel
+    paces a buffered writer by the write bandwidth it has estimated for the device (the bdi's), which starts from a
+    default guess on a new loop device and, on a loop device an earlier lab used, is whatever that lab left: its
+    fsync-heavy tests (fio_commit_rate) drag it to a fifth of the throttle. A buffered write then reads low until the
+    estimate has caught up, several seconds of writing: measured at 32 MiB/s (benchmarks/lab_writes.py, part
+    ``estimate``), the first 256 MiB write read 9 % low after the earlier warm-up of one 1.5 s write, within 2 %
+    after two of 3 s. A real host's disk has been written since boot."""
     count = max(1, min(int(write_bytes_per_s * WARM_WRITE_S), size_bytes // 4) >> 20)
     path = os.path.join(mountpoint, ".diskproof-lab-warm")
-    try:
-        run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={count}", "conv=fdatasync", "status=none"])
-    finally:
-        if os.path.exists(path):
-            os.unlink(path)
-    os.sync()
+    for _write in range(WARM_WRITES):
+        try:
+            run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={count}", "conv=fdatasync", "status=none"])
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+        os.sync()
 
 
 def _write_throttle(file_name: str, major_minor_text: str, value: int) -> None:
