@@ -11,16 +11,15 @@ This is the only piece of the judge that ships to hosts: stdlib only, no Ansible
 - ``primary_metric``: what ``params.judged_on`` declares (the test catalog's, module_utils/_plan.py, which
   the plan puts in every job's params) when the record has that figure. A record without the declaration
   (output parsed by bench_facts, a test of your own, a record from before the catalog declared it):
-  IOPS when an IOPS figure exists and the test is random access (a word of the test id starts with
-  "rand", or ``params.rw``/``params.readwrite`` is a fio random pattern) or ``params.block_size`` is at
-  most 64 KiB; otherwise bytes per second. A record that measured both directions is judged on their sum.
+  IOPS when an IOPS figure exists and ``params.rw``/``params.readwrite`` is a fio random pattern or
+  ``params.block_size`` is at most 64 KiB; otherwise bytes per second. The test id is never read for it.
+  A record that measured both directions is judged on their sum.
 - ``cache_bypass``: the block-device counters must account for ``CACHE_BYPASS_MIN_FRACTION`` of
   the bytes the tool says it moved.
 - ``coefficient_of_variation``: sample standard deviation over mean of the repeats.
 """
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Mapping as _MappingABC
 from types import MappingProxyType
@@ -35,12 +34,8 @@ METRIC_BYTES_PER_S = "bytes_per_s"
 
 NOTE_NO_DEVICE_COUNTERS = "cache bypass not proven: no device counters"
 
-# "fio_rand_read", "randwrite_4k", "random_read": "rand" at the start of a word of the test id.
-_RANDOM_TEST_ID = re.compile(r"(^|[^a-z])rand", re.IGNORECASE)
 # fio's own names for its random patterns (rw= / readwrite=).
 _RANDOM_FIO_PATTERNS = frozenset(("randread", "randwrite", "randrw", "randtrim"))
-# Test ids seen so far (the judge asks once per record; a fleet has a handful of ids).
-_RANDOM_TEST_IDS: Dict[str, bool] = {}
 
 # The judge's per-record path calls these 100,000 times at fleet scale: exact types first
 # (type(x) is float, type(x) is dict), subclasses and anything else the general way.
@@ -89,16 +84,6 @@ def iops_of(record: Mapping[str, Any]) -> Optional[float]:
     return _sum_of_directions(mapping_or_empty(record.get("metrics")), "read_iops", "write_iops")
 
 
-def _random_test_id(test: Any) -> bool:
-    text = str(test or "")
-    known = _RANDOM_TEST_IDS.get(text)
-    if known is None:
-        known = bool(_RANDOM_TEST_ID.search(text))
-        if len(_RANDOM_TEST_IDS) < 4096:
-            _RANDOM_TEST_IDS[text] = known
-    return known
-
-
 def _random_params(params: Mapping[str, Any]) -> bool:
     pattern = params.get("rw", params.get("readwrite"))
     return str(pattern or "").lower() in _RANDOM_FIO_PATTERNS
@@ -109,20 +94,19 @@ def _small_block(params: Mapping[str, Any]) -> bool:
     return block_size is not None and 0 < block_size <= SMALL_BLOCK_MAX_BYTES
 
 
-def is_random_access(record: Mapping[str, Any]) -> bool:
-    """True when the test id or the params say the test is random access."""
-    return _random_test_id(record.get("test")) or _random_params(mapping_or_empty(record.get("params")))
-
-
-def primary_of(test: Any, params: Mapping[str, Any], bytes_per_s: Optional[float],
+def primary_of(params: Mapping[str, Any], bytes_per_s: Optional[float],
                iops: Optional[float]) -> Optional[Tuple[str, float]]:
-    """(metric name, value) of ``primary_metric`` from a record's parts, None when it has no figure."""
+    """(metric name, value) of ``primary_metric`` from a record's parts, None when it has no figure.
+
+    What the record declares (``params.judged_on``: the test catalog's, docs/tests.md) decides. Without it (output
+    parsed by bench_facts, a job of your own, an old baseline) the params do: a random fio pattern or a block of at
+    most 64 KiB is judged on IOPS when there is an IOPS figure. The test id is a name, never read for this."""
     declared = params.get("judged_on")
     if declared == METRIC_IOPS and iops is not None:
         return METRIC_IOPS, iops
     if declared == METRIC_BYTES_PER_S and bytes_per_s is not None:
         return METRIC_BYTES_PER_S, bytes_per_s
-    if iops is not None and (_random_test_id(test) or _random_params(params) or _small_block(params)):
+    if iops is not None and (_random_params(params) or _small_block(params)):
         return METRIC_IOPS, iops
     if bytes_per_s is not None:
         return METRIC_BYTES_PER_S, bytes_per_s
@@ -139,7 +123,7 @@ def primary_metric(record: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     as a last resort when that is all there is; None when the record has neither.
     """
     params = mapping_or_empty(record.get("params"))
-    found = primary_of(record.get("test"), params, bytes_per_s_of(record), iops_of(record))
+    found = primary_of(params, bytes_per_s_of(record), iops_of(record))
     return None if found is None else {"name": found[0], "value": found[1]}
 
 

@@ -30,13 +30,12 @@ finding (``reasons``) and the verdict of the worst one, in this precedence:
   variation above ``max_cv``.
 - ``pass``: everything else (including groups too small to compare; the reason says so).
 
-The primary metric of a record (``primary_metric``):
+The primary metric of a record (``primary_metric``, module_utils/_metrics.py):
 
-- IOPS when an IOPS figure exists and the test is random access (a word of the test id starts
-  with "rand", e.g. ``fio_rand_read``, or ``params.rw``/``params.readwrite`` is a fio random
-  pattern) or ``params.block_size`` is at most 64 KiB: small-block tests are bound by
-  operations, not bytes.
-- otherwise bytes per second.
+- what the record declares, ``params.judged_on`` (the test catalog's, module_utils/_plan.py).
+- without it: IOPS when an IOPS figure exists and ``params.rw``/``params.readwrite`` is a fio random
+  pattern or ``params.block_size`` is at most 64 KiB (small-block tests are bound by operations, not
+  bytes); otherwise bytes per second. The test id is a name and is never read for this.
 - a record that measured both directions (mixed read/write) is judged on their sum.
 
 One path: a record is read once, into ``RecordFacts`` (``record_facts``): the few values judging
@@ -329,7 +328,7 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
     metric_name = metric_value = invalid = note = None
     if reads or writes:
         params = _mapping(record.get("params"))
-        metric_name, metric_value = primary_of(test, params, sum_of(read_bytes_per_s, write_bytes_per_s),
+        metric_name, metric_value = primary_of(params, sum_of(read_bytes_per_s, write_bytes_per_s),
                                                sum_of(read_iops, write_iops))
         invalid, note = bypass_finding(_number(record.get("bytes")), reads, writes, record.get("device_io"), params)
     samples = record.get("samples")

@@ -93,21 +93,6 @@ def test_relative_deviation(value, reference, expected):
 # primary metric
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("test", "params", "expected"), [
-    ("fio_rand_read", {}, True),
-    ("randwrite_4k", {}, True),
-    ("RandRW", {}, True),
-    ("random_read", {}, True),
-    ("dd_seq_write", {}, False),
-    ("operand_check", {}, False),
-    ("custom", {"rw": "randwrite"}, True),
-    ("custom", {"readwrite": "randrw"}, True),
-    ("custom", {"rw": "read"}, False),
-])
-def test_is_random_access(test, params, expected):
-    assert _metrics.is_random_access({"test": test, "params": params}) is expected
-
-
 @pytest.mark.parametrize(("case", "rec", "expected"), [
     ("sequential write: bytes/s", write(200e6), {"name": "bytes_per_s", "value": 200e6}),
     ("sequential read: bytes/s", record(test="dd_seq_read", read_bytes_per_s=300e6), {"name": "bytes_per_s", "value": 300e6}),
@@ -124,6 +109,12 @@ def test_is_random_access(test, params, expected):
     ("1 MiB sequential with IOPS: bytes/s", record(test="fio_seq_read", read_bytes_per_s=500e6, read_iops=476.8),
      {"name": "bytes_per_s", "value": 500e6}),
     ("random without IOPS figure: bytes/s", record(test="fio_rand_read", block_size=4096, read_bytes_per_s=8e6), {"name": "bytes_per_s", "value": 8e6}),
+    ("a name is not a declaration: 1 MiB 'rand' test, bytes/s", record(test="fio_rand_read", read_bytes_per_s=500e6, read_iops=476.8),
+     {"name": "bytes_per_s", "value": 500e6}),
+    ("declared IOPS wins over 1 MiB blocks", record(test="custom", params={"judged_on": "iops", "block_size": MIB}, read_bytes_per_s=500e6,
+                                                    read_iops=476.8), {"name": "iops", "value": 476.8}),
+    ("declared bytes/s wins over 4 KiB blocks", record(test="fio_rand_read", params={"judged_on": "bytes_per_s", "block_size": 4096},
+                                                       read_bytes_per_s=4096e3, read_iops=1000.0), {"name": "bytes_per_s", "value": 4096e3}),
     ("IOPS only: IOPS", record(test="custom", write_iops=300.0), {"name": "iops", "value": 300.0}),
     ("mixed directions: sum", record(test="fio_rand_rw", block_size=4096, read_iops=700.0, write_iops=300.0), {"name": "iops", "value": 1000.0}),
     ("mixed bytes/s: sum", record(read_bytes_per_s=100e6, write_bytes_per_s=50e6), {"name": "bytes_per_s", "value": 150e6}),
@@ -863,6 +854,29 @@ def test_rules_and_baseline_for_disks_are_not_applied_to_a_target_that_is_not_a_
     assert entries["disk"]["verdict"] == "slow"
     assert entries["odd"]["verdict"] == "pass" and entries["odd"]["baseline_value"] is None
     assert "acceptance rules and baseline are for disks" in entries["odd"]["notes"][-1]
+
+
+def test_docs_report_md_verdict_table_is_the_judge_s():
+    """docs/report.md's "Verdicts and precedence" table: the judge's verdicts in precedence order, "yes" where a
+    verdict fails summary.passed (unstable: unless diskproof_unstable_fails is false), and junit.xml's element as
+    plugin_utils/_junit.py writes it (<error> when nothing was measured, else <failure>)."""
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _junit
+    lines = (Path(__file__).resolve().parents[4] / "docs" / "report.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| verdict | when | fails `summary.passed` | junit.xml |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    assert [row[0].strip("`") for row in rows] == list(agg.VERDICTS)
+    for verdict, fails, junit in ((row[0].strip("`"), row[-2], row[-1]) for row in rows):
+        if verdict == agg.VERDICT_UNSTABLE:
+            assert fails == "yes, unless `diskproof_unstable_fails: false`" and junit.startswith("`<failure>`")
+        elif verdict in agg.FAILING_VERDICTS:
+            assert fails == "yes", verdict
+            assert junit == ("`<error>`" if verdict in _junit.ERROR_VERDICTS else "`<failure>`"), verdict
+        else:
+            assert (fails, junit) == ("no", "passes"), verdict
 
 
 def test_the_shipped_schema_names_the_judge_s_verdicts():
