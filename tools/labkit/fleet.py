@@ -510,24 +510,27 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
             if dirty_limit:
                 _limit_dirty(device["major_minor"], images[(host.name, disk.index)], dirty_limit, journal)
 
+    # The disks warm while the hosts start and boot (the warm-up is seconds of throttled writing, a systemd host's
+    # boot about as long): `up` returns once both are done.
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(warm))) as pool:
-        for job in [pool.submit(_warm_writeback, *disk_warm) for disk_warm in warm]:
+        warming = [pool.submit(_warm_writeback, *disk_warm) for disk_warm in warm]
+
+        for host in spec.hosts:
+            for disk in host.disks:
+                if disk.fob_bytes:
+                    _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
+
+        spawned: dict[str, float] = {}
+        cpu_group = _make_cpu_group(spec.name, journal)
+        for host in spec.hosts:
+            if host.init == "systemd":
+                spawned[host.name] = _start_systemd_host(spec, host, devices[host.name], state_dir, journal, cpu_group)
+            else:
+                _start_sshd(spec, host, state_dir, journal, cpu_group)
+        _wait_for_ssh(spec, key, max(ssh_timeout, BOOT_TIMEOUT_S if spawned else 0), state_dir)
+        boot = _wait_for_boot(spec, key, spawned, state_dir)
+        for job in warming:
             job.result()
-
-    for host in spec.hosts:
-        for disk in host.disks:
-            if disk.fob_bytes:
-                _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
-
-    spawned: dict[str, float] = {}
-    cpu_group = _make_cpu_group(spec.name, journal)
-    for host in spec.hosts:
-        if host.init == "systemd":
-            spawned[host.name] = _start_systemd_host(spec, host, devices[host.name], state_dir, journal, cpu_group)
-        else:
-            _start_sshd(spec, host, state_dir, journal, cpu_group)
-    _wait_for_ssh(spec, key, max(ssh_timeout, BOOT_TIMEOUT_S if spawned else 0), state_dir)
-    boot = _wait_for_boot(spec, key, spawned, state_dir)
 
     _write_outputs(spec, devices, state_dir, boot)
     journal.record("up_complete", finished=_now())
