@@ -18,8 +18,6 @@ ARGUMENT_SPEC = {
     "record_sets": {"type": "list", "elements": "raw"},
     "record_sets_max_bytes": {"type": "int", "default": _record_sets.RECORD_SET_MAX_BYTES},
 }
-# The key the report callback reads in this action's result (plugins/callback/report.py).
-REQUEST = "diskproof_report_request"
 RESPONSE_NAME = "judgement.json"
 
 
@@ -51,13 +49,13 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="the report cannot use its inputs, nothing was run: %s" % " | ".join(problems))
                 return result
             result.update(changed=False, inputs=summary, msg=summary)
-            result[REQUEST] = request
+            result[_report.REQUEST] = request
             return result
         if options["record_sets"] is None:
             # The report callback judges this run's records now and writes its judgement to response.
             response = os.path.join(tempfile.mkdtemp(prefix="diskproof-judgement-"), RESPONSE_NAME)
             result.update(changed=False, response=response)
-            result[REQUEST] = dict(request, response=response)
+            result[_report.REQUEST] = dict(request, response=response)
             return result
         try:
             collection, record_sets = _record_sets.read_record_sets(
@@ -72,7 +70,7 @@ class ActionModule(ActionBase):
                                    ansible_version, hosts, hosts)
         judgement = _report.judge_and_write(collection, inputs, run)
         # The report callback leaves this judgement be: it collected none of these records.
-        result[REQUEST] = dict(request, judged=True)
+        result[_report.REQUEST] = dict(request, judged=True)
         result.update(changed=False, judgement=dict(_report.handoff(judgement, inputs.report_dir), record_sets=record_sets),
                       table=[line for line, _colour in _report.table_lines(judgement.report, judgement.listing)],
                       warnings=["%s: %s" % (CALLBACK, warning) for warning in warnings])

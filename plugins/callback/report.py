@@ -63,7 +63,6 @@ from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate,
 COLLECTION_PREFIX = "diskproof.fleet."
 # The action that asks for the judgement (and hands the play's report settings over): it measures nothing.
 REPORT_ACTION = "diskproof.fleet.report"
-REQUEST = "diskproof_report_request"
 # Console colour of a line (plugin_utils/_report.table_lines); Display drops it when stdout is not a terminal.
 COLOURS = {None: None, _report.WARN: C.COLOR_WARN, _report.ERROR: C.COLOR_ERROR}
 TASK_FAILED_PREFIX = "Task failed: "
@@ -217,7 +216,7 @@ class CallbackModule(CallbackBase):
 
     @_guarded
     def v2_runner_on_ok(self, result):
-        request = result._result.get(REQUEST)
+        request = result._result.get(_report.REQUEST)
         if isinstance(request, Mapping):
             self._answer(request)
         elif not _is_loop_summary(result):

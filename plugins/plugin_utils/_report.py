@@ -46,6 +46,9 @@ CSV_COLUMNS = (
 # ansible-runner (AWX's engine) names the job's artifacts directory here; a copy of the report
 # files goes to <it>/diskproof-report, where ansible-runner users and AWX's artifact tooling look.
 RUNNER_ARTIFACTS_ENV = "AWX_ISOLATED_DATA_DIR"
+# The key of the action diskproof.fleet.report's result that the report callback answers: the play's report
+# variables, and with a response file a request to judge this run now (the action sets it, the callback reads it).
+REQUEST = "diskproof_report_request"
 ARTIFACTS_SUBDIR = "diskproof-report"
 TABLE_COLUMNS = ("host", "target", "device", "test", "MB/s", "MiB/s", "IOPS", "verdict", "reason")
 NUMERIC_COLUMNS = frozenset(("MB/s", "MiB/s", "IOPS"))

@@ -20,6 +20,7 @@ import yaml
 from ansible.release import __version__ as ansible_version
 from lxml import etree
 
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import VERDICTS
 
 SEQ_BLOCK_SIZE = 1048576
@@ -114,6 +115,8 @@ FLEET_INVENTORY = {"all": {"children": {"fleet": {"hosts": {
     "n01": local_host(), "n02": local_host(), "n03": local_host(), "n04": local_host(), "n05": local_host(), "n06": unreachable_host(),
 }}}}}
 
+# The outlier limit the fleet run is judged with: the expected reasons below say "limit -15%".
+FLEET_OUTLIER_FRACTION = 0.15
 FLEET_PLAYBOOK = [{
     "name": "Emit synthetic diskproof records",
     "hosts": "fleet",
@@ -238,7 +241,9 @@ def _one_line(text):
 def fleet_run(tmp_path_factory, make_playbook_runner):
     workdir = tmp_path_factory.mktemp("fleet")
     report_dir = workdir / "out"
-    completed = make_playbook_runner(workdir).run(FLEET_INVENTORY, FLEET_PLAYBOOK, {"DISKPROOF_REPORT_DIR": str(report_dir)})
+    # The outlier limit the expected reasons quote ("limit -15%"); every other setting is the callback's default.
+    env = {"DISKPROOF_REPORT_DIR": str(report_dir), "DISKPROOF_OUTLIER_FRACTION": str(FLEET_OUTLIER_FRACTION)}
+    completed = make_playbook_runner(workdir).run(FLEET_INVENTORY, FLEET_PLAYBOOK, env)
     return completed, report_dir
 
 
@@ -272,10 +277,11 @@ def test_report_json_hosts_groups_rules(fleet_report):
     assert fleet_report["hosts"] == EXPECTED_HOSTS
     assert fleet_report["groups"] == EXPECTED_GROUPS
     rules = dict(fleet_report["rules"])
-    assert rules.pop("verdict_precedence") == list(VERDICTS) and VERDICTS[0] == "error" and VERDICTS[-1] == "pass"
-    assert rules == {"outlier_fraction": 0.15, "robust_z_limit": -3.5, "robust_z_min_deviation": 0.05, "min_peers": 3, "small_block_max_bytes": 65536,
-                     "peer_group": "identity", "max_cv": 0.05, "regression_fraction": 0.1, "unstable_fails": True,
-                     "cache_bypass_min_fraction": 0.95, "acceptance": [], "source": None, "errors": []}
+    assert rules.pop("verdict_precedence") == list(VERDICTS) and VERDICTS[-1] == "pass"
+    # The judge's own defaults (plugin_utils/_aggregate.py Settings) but the limit the run set.
+    assert rules == dict(_aggregate.Settings()._asdict(), outlier_fraction=FLEET_OUTLIER_FRACTION, min_peers=_aggregate.MIN_PEERS,
+                         small_block_max_bytes=_aggregate.SMALL_BLOCK_MAX_BYTES,
+                         cache_bypass_min_fraction=_aggregate.CACHE_BYPASS_MIN_FRACTION, acceptance=[], source=None, errors=[])
     assert fleet_report["baseline"] == {"source": None, "started": None, "disks_tests": 0, "hosts_without_baseline": [], "errors": []}
 
 
@@ -694,9 +700,10 @@ def test_fleet_scale_pages_are_what_the_pipeline_makes_of_report_json(scale_run)
 
 
 def judged_again(report):
-    """report.json's records and host outcomes judged again (default settings, its own run): what the pipeline
-    makes of report.json as a record set."""
-    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _report
+    """report.json's records and host outcomes judged again (its own settings and run): what the pipeline makes of
+    report.json as a record set."""
+    from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
     collection = _report.collection_of(report)
-    return _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"],
-                                   settings=_aggregate.make_settings())
+    rules = report["rules"]
+    settings = _aggregate.make_settings(**{field: rules[field] for field in _aggregate.Settings._fields})
+    return _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"], settings=settings)

@@ -1,10 +1,12 @@
 """Each report setting's default is written once, in the judge (plugin_utils/_aggregate.py Settings, through
 plugin_utils/_settings.py): the callback's options are made from it (doc_fragments/report_settings.py), and the
-documents that show a default to people - docs/report.md's Settings table and the AWX survey - are checked here."""
+documents that show a default to people - docs/report.md's Settings table, the AWX survey and every sentence of the
+docs that quotes one (PROSE_QUOTES) - are checked here."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +78,44 @@ def test_the_awx_survey_offers_the_defaults():
         assert str(question["default"]) == shown(setting).strip("`"), question["variable"]
         checked += 1
     assert checked >= 1   # unstable_fails; the thresholds are left empty (the report's default)
+
+
+# Every sentence of the docs that quotes one of the judge's defaults in prose: (file, pattern, the setting each group
+# quotes). A default changed in the judge fails here, naming each sentence to change with it; a sentence reworded
+# so that its pattern no longer matches fails too, so none drops out of the check unnoticed.
+PROSE_QUOTES = (
+    ("README.md", r"more than (\d+) % below the group median, or more than\s+(\d+) % below and more than ([\d.]+) times",
+     ("outlier_fraction", "robust_z_min_deviation", "robust_z_limit")),
+    ("docs/report.md", r"more than `regression_fraction` \((\d+) %\) below the baseline", ("regression_fraction",)),
+    ("docs/report.md", r"more than `outlier_fraction` \((\d+) %\) below the peer-group median, whatever the noise, \*\*or\*\* "
+                       r"at least (\d+) % below it \(`robust_z_min_deviation`\) and more than ([\d.]+) × \(`robust_z_limit`\)",
+     ("outlier_fraction", "robust_z_min_deviation", "robust_z_limit")),
+    ("docs/report.md", r"above `max_cv` \((\d+) %\) \*\*and\*\*", ("max_cv",)),
+    ("docs/report.md", r"`outlier` when d < −(\d+) % \(`outlier_fraction`", ("outlier_fraction",)),
+    ("docs/report.md", r"or when d ≤ −(\d+) % \(`robust_z_min_deviation`\) \*\*and\*\* z < −([\d.]+) \(`robust_z_limit`\)",
+     ("robust_z_min_deviation", "robust_z_limit")),
+    ("docs/report.md", r"When the repeats' CV exceeds `max_cv` \((\d+) %\)", ("max_cv",)),
+    ("docs/report.md", r"at least (\d+) %, at most (\d+) %: the band healthy peers stay in",
+     ("robust_z_min_deviation", "outlier_fraction")),
+    ("docs/report-files.md", r"the outlier limit \(`rules\.outlier_fraction`, default (\d+) %\)", ("outlier_fraction",)),
+    ("docs/report-files.md", r"\(`rules\.outlier_fraction`, default ± (\d+) %\)", ("outlier_fraction",)),
+    ("docs/architecture.md", r"`regressed` \(> (\d+) % below the baseline", ("regression_fraction",)),
+    ("docs/architecture.md", r"`outlier` \(> (\d+) % below the group median, or ≥ (\d+) % below and\s+z = deviation / "
+                             r"√\(group spread² \+ repeat CV²\) < −([\d.]+);", ("outlier_fraction", "robust_z_min_deviation",
+                                                                              "robust_z_limit")),
+    ("docs/architecture.md", r"with CV > (\d+) % whose interval straddles", ("max_cv",)),
+)
+
+
+def _as_quoted(field):
+    """A judge default as the prose writes it: a fraction as a percentage, robust_z_limit as its magnitude."""
+    value = _aggregate.Settings._field_defaults[field]
+    return "%g" % (-value if field == "robust_z_limit" else value * 100)
+
+
+@pytest.mark.parametrize("path, pattern, fields", PROSE_QUOTES, ids=["%s:%s" % (quote[0], "+".join(quote[2])) for quote in PROSE_QUOTES])
+def test_the_docs_prose_quotes_the_judges_defaults(path, pattern, fields):
+    matches = list(re.finditer(pattern, (ROOT / path).read_text(encoding="utf-8")))
+    assert matches, "%s no longer has the sentence %r: update PROSE_QUOTES with the new wording" % (path, pattern)
+    for match in matches:
+        assert list(match.groups()) == [_as_quoted(field) for field in fields], (path, match.group(0))
