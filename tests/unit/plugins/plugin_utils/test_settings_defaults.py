@@ -101,8 +101,8 @@ PROSE_QUOTES = (
     ("docs/report-files.md", r"\(`rules\.outlier_fraction`, default ± (\d+) %\)", ("outlier_fraction",)),
     ("docs/architecture.md", r"`regressed` \(> (\d+) % below the baseline", ("regression_fraction",)),
     ("docs/architecture.md", r"`outlier` \(> (\d+) % below the group median, or ≥ (\d+) % below and\s+z = deviation / "
-                             r"√\(group spread² \+ repeat CV²\) < −([\d.]+);", ("outlier_fraction", "robust_z_min_deviation",
-                                                                              "robust_z_limit")),
+                             r"√\(group spread² \+ repeat CV²\) < −([\d.]+);",
+     ("outlier_fraction", "robust_z_min_deviation", "robust_z_limit")),
     ("docs/architecture.md", r"with CV > (\d+) % whose interval straddles", ("max_cv",)),
 )
 
