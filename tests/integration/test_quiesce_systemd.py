@@ -239,19 +239,26 @@ def test_units_restored_exactly_no_timer_fires_persistent_catch_up_skipped(env, 
     TIMINGS["restore-exactly scenario"] = time.monotonic() - started
 
 
+# The CPU gate's limit for test_idle_gate_reads_each_hosts_own_cpu, per CPU (its comment says why 0.10).
+GATE_LIMIT = 0.10
+
+
 def test_idle_gate_reads_each_hosts_own_cpu(env, tmp_path):
     started = time.monotonic()
     for host in HOSTS:
         on_host(host, "rm -f /var/tmp/qsysd-record.json; touch /var/tmp/qsysd-release")
     # One busy core inside n01 (about 0.5 per CPU on this 2-CPU machine), for the ~10 s of the run: its session's
-    # scheduling group at nice -19, so the loop has its core whatever else this machine runs (other labs side by
-    # side, a busy day). At nice 0, beside the other test files' labs it measured 0.13-0.20 per CPU in three runs,
-    # under the 0.25 that makes a host busy, and the gate rightly found n01 idle.
+    # scheduling group at nice -19, so the loop keeps most of its core whatever else this machine runs. At nice 0,
+    # beside the other test files' labs it measured 0.13-0.20 per CPU in three runs; at nice -19 in a clean-clone CI
+    # run of 2026-12-01 (a slow day, four labs side by side) 0.32, 0.34, 0.41 and then 0.21, under the 0.25 the test
+    # used to set, so the gate found an idle window. The gate's limit here is 0.10 per CPU: the hog's worst reading
+    # is twice that, the quiet host reads 0.0 (a margin on both sides; docs/tests.md says so). What it tests is
+    # unchanged: each host's gate counts its own CPU time, not the machine's.
     hog = on_host("qsysd-n01", "nohup sh -c 'echo -19 > /proc/self/autogroup; while :; do :; done' >/dev/null 2>&1 "
                                "</dev/null & echo $!")
     hog_pid = int(hog.stdout.strip())
     try:
-        run = Run(tmp_path, "cpu-gate", env, "quiesce_idle_max_load_per_cpu=0.25", "quiesce_idle_timeout=6",
+        run = Run(tmp_path, "cpu-gate", env, "quiesce_idle_max_load_per_cpu=%g" % GATE_LIMIT, "quiesce_idle_timeout=6",
                   "quiesce_idle_on_timeout=continue")
         assert run.wait() == 0, run.output
     finally:
@@ -267,5 +274,5 @@ def test_idle_gate_reads_each_hosts_own_cpu(env, tmp_path):
     assert busy["reached"] is False and busy["windows"] >= 3
     assert all("this host's CPU use" in " ".join(sample["reasons"]) for sample in busy["samples"])
     assert quiet["reached"] is True and quiet["windows"] == 1
-    assert quiet["last"]["cpu_busy_per_cpu"] < 0.25
+    assert quiet["last"]["cpu_busy_per_cpu"] < GATE_LIMIT
     TIMINGS["cpu gate scenario"] = time.monotonic() - started
