@@ -25,12 +25,13 @@ an error, exit 2):
   count=256 conv=fdatasync`` in a 128 MiB memory cgroup (the product's cache fence), twice in a row: right after
   ``up``, and after an fsync-heavy job (fio 8 KiB random writes with ``fsync=1`` for 8 s, what ``fio_commit_rate``
   does) followed by no warm-up, by the one 1.5 s buffered write ``up`` used to warm a disk with, and by the two 3 s
-  writes it warms with now. The kernel paces a buffered writer by that estimate; a loop device keeps it from one
-  lab to the next.
+  writes it warms with now. The kernel paces a buffered writer by that estimate; a reused loop device kept it from
+  one lab to the next (``up`` makes new loop devices since 2026-12-02, docs/lab.md, "New loop devices").
 - ``product``: the product's own ``dd_seq_write`` (playbooks/validate.yml, 5 repeats) on one host alone and on
   eight hosts at once, first with their buffered writes meeting (the lab's default), then taking turns
   (``buffered_writes: one_at_a_time``, tools/labkit/lab-dd): every repeat within +-3 % of the throttle, none more
-  than 1 % above it, CV <= 2 %.
+  than 1 % above it, CV <= 2 %, held for one host and for hosts taking turns (as if each had its own kernel); eight
+  hosts writing together share this machine's one kernel's writeback, which no rack does: shown, not held.
 
 The hand-run dd of ``credit`` and ``images`` runs in this machine's root namespace on the lab's mounted disks (what
 a host's shell would run; the hosts share this kernel).
@@ -62,8 +63,20 @@ PAUSES_S = (0.0, 0.05, 0.1, 0.15, 0.3, 0.5)
 # The labs of the product part: one host, then eight with their buffered writes meeting (the lab's default: what
 # this machine does to them) and taking turns (buffered_writes: one_at_a_time, docs/lab.md).
 PRODUCT_LABS = ((1, "together"), (8, "together"), (8, "one_at_a_time"))
-# Targets of issue 30 for the product's dd_seq_write on a lab disk, held against every lab of the part.
+# Targets of issue 30 for the product's dd_seq_write on a lab disk, held against the labs that model hosts: one host
+# alone, and several hosts whose buffered writes take turns (one_at_a_time: as if each had its own kernel). Several
+# hosts writing together share this machine's one kernel's writeback, which no rack does: measured and shown, not
+# held to the targets (docs/lab.md, "Buffered writes", item 5).
 MAX_ERROR, MAX_ABOVE, MAX_CV = 0.03, 0.01, 0.02
+
+
+def models_hosts(hosts: int, buffered_writes: str) -> bool:
+    return hosts == 1 or buffered_writes == "one_at_a_time"
+
+
+def meets_targets(row: Dict[str, Any], repeats: int) -> bool:
+    return (len(row["samples_mb_per_s"]) == repeats and row["min_error"] >= -MAX_ERROR and row["max_error"] <= MAX_ABOVE
+            and (row["cv"] or 0) <= MAX_CV and row["verdict"] == "pass")
 
 
 def spec(name: str, octet: int, hosts: int, write_bytes_per_s: int, sparse: bool = False,
@@ -361,9 +374,10 @@ def part_product(workdir: pathlib.Path, repeats: int, labs: Sequence[Any] = PROD
             print("product: %d host(s), buffered_writes %s: %s %s: %s MB/s, CV %s, %s" % (
                 hosts, buffered_writes, entry["host"], entry["verdict"], " ".join("%.2f" % sample for sample in samples),
                 "-" if record.get("cv") is None else "%.2f %%" % (record["cv"] * 100), entry["reason"]), file=sys.stderr, flush=True)
-    met = all(len(row["samples_mb_per_s"]) == repeats and row["min_error"] >= -MAX_ERROR
-              and row["max_error"] <= MAX_ABOVE and (row["cv"] or 0) <= MAX_CV and row["verdict"] == "pass"
-              for row in rows)
+    met = all(meets_targets(row, repeats) for row in rows if models_hosts(row["hosts"], row["buffered_writes"]))
+    for row in rows:
+        row["held_to_targets"] = models_hosts(row["hosts"], row["buffered_writes"])
+        row["within_targets"] = meets_targets(row, repeats)
     return {"throttle_mb_per_s": truth, "repeats": repeats, "rows": rows, "met": met}
 
 
@@ -405,14 +419,17 @@ def markdown(results: Dict[str, Any]) -> str:
     if product:
         lines += ["", "The product's dd_seq_write (validate.yml, %d repeats, throttle %.1f MB/s):"
                   % (product["repeats"], product["throttle_mb_per_s"]), "",
-                  "| hosts | buffered_writes | host | repeats (MB/s) | error | CV | verdict |",
-                  "|---:|---|---|---|---|---:|---|"]
-        lines += ["| %d | %s | %s | %s | %s to %s | %s | %s |" % (
+                  "| hosts | buffered_writes | host | repeats (MB/s) | error | CV | verdict | within the targets |",
+                  "|---:|---|---|---|---|---:|---|---|"]
+        lines += ["| %d | %s | %s | %s | %s to %s | %s | %s | %s |" % (
             row["hosts"], row["buffered_writes"], row["host"], " / ".join("%.2f" % sample for sample in row["samples_mb_per_s"]),
             percent(row["min_error"]), percent(row["max_error"]),
-            "-" if row["cv"] is None else "%.2f %%" % (row["cv"] * 100), row["verdict"]) for row in product["rows"]]
-        targets = "Targets: every repeat within +-%d %%, none more than %d %% above, " \
-                  "CV <= %d %%: %s" % (MAX_ERROR * 100, MAX_ABOVE * 100, MAX_CV * 100, "met" if product["met"] else "NOT MET")
+            "-" if row["cv"] is None else "%.2f %%" % (row["cv"] * 100), row["verdict"],
+            ("yes" if row["within_targets"] else "no") + ("" if row["held_to_targets"] else " (not held: one kernel)"))
+            for row in product["rows"]]
+        targets = "Targets (for one host, and for several taking turns): every repeat within +-%d %%, none more than " \
+                  "%d %% above, CV <= %d %%: %s" % (MAX_ERROR * 100, MAX_ABOVE * 100, MAX_CV * 100,
+                                                   "met" if product["met"] else "NOT MET")
         lines += ["", targets]
     return "\n".join(lines)
 

@@ -15,8 +15,8 @@ import pytest
 # Files that must not run at the same time are one unit of work (one worker runs them one after the other).
 SHARED_UNITS = {
     # `losetup --find` takes the first free loop device, and test_raw_grant_binding detaches its lab disk's loop
-    # device for a moment to attach another image under the same name (tools/lab up never takes that one: it
-    # still carries the lab's throttle, so it is not clean).
+    # device for a moment to attach another image under the same name (tools/lab up never takes an existing loop
+    # device: it makes its own).
     "test_discover_refusals": "loop devices: test_discover_refusals.py, test_raw_grant_binding.py",
     "test_raw_grant_binding": "loop devices: test_discover_refusals.py, test_raw_grant_binding.py",
 }

@@ -9,6 +9,7 @@ the state dir (which is under /run by default).
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import fcntl
 import ipaddress
 import json
@@ -54,7 +55,7 @@ LOG_DIR = "logs"
 STATE_FILES = (JOURNAL_FILE, LAB_FILE, INVENTORY_FILE, KEY_FILE, KEY_FILE + ".pub")
 REQUIRED_TOOLS = ("ip", "losetup", "mkfs.ext4", "mount", "umount", "unshare", "hostname", "awk", "sort", "ssh", "ssh-keygen")
 SSHD = "/usr/sbin/sshd"
-LOOP_CTL_ADD = 0x4C80  # linux/loop.h
+LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81  # linux/loop.h
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 # The buffered writes that warm each throttled filesystem disk at `up` (_warm_writeback): how many, how long each.
 WARM_WRITES = 2
@@ -229,7 +230,7 @@ def ssh_ok(key: str, address: str, connect_timeout: int = 3) -> tuple[bool, str]
 def _warm_writeback(mountpoint: str, write_bytes_per_s: int, size_bytes: int) -> None:
     """WARM_WRITES buffered writes of about WARM_WRITE_S each at the disk's throttle, each removed again. The kernel
     paces a buffered writer by the write bandwidth it has estimated for the device (the bdi's), which starts from a
-    default guess on a new loop device and, on a loop device an earlier lab used, is whatever that lab left: its
+    default guess on a new loop device (a reused one, as labs had until 2026-12-02, kept what an earlier lab left): its
     fsync-heavy tests (fio_commit_rate) drag it to a fifth of the throttle. A buffered write then reads low until the
     estimate has caught up, several seconds of writing: measured at 32 MiB/s (benchmarks/lab_writes.py, part
     ``estimate``), the first 256 MiB write read 9 % low after the earlier warm-up of one 1.5 s write, within 2 %
@@ -472,7 +473,7 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
             with open(image, "xb") as handle:
                 handle.truncate(disk.size_bytes)
             journal.record("loop", image=image)
-            device = _attach_loop(image)
+            device = _new_loop_device(image, journal)
             numbers = major_minor(device)
             journal.record("loop_attached", image=image, device=device, major_minor=numbers)
             devices[host.name].append({"device": device, "major_minor": numbers})
@@ -557,42 +558,53 @@ def _prepare_disk(image: str, disk: DiskSpec, device: str) -> None:
              f"/dev/{device}"])
 
 
-def _loop_is_clean(device: str, throttles: dict[str, dict[str, int]]) -> bool:
-    """A free loop device that carries nothing from an earlier user: blkio throttle rules and bdi
-    settings both outlive a detach, and would silently change the speed of a disk built on it."""
-    if loop_backing_file(device) is not None:
-        return False
-    try:
-        numbers = major_minor(device)
-        bdi = _bdi_dir(numbers)
-        ratio_file = _bdi_ratio_file(numbers)
-        pristine = (_read_sysfs(os.path.join(bdi, "strict_limit")) == "0"
-                    and _read_sysfs(os.path.join(bdi, ratio_file)) == ("1000000" if ratio_file == "max_ratio_fine" else "100"))
-    except OSError:
-        return False
-    return pristine and numbers not in throttles
+def _new_loop_device(image: str, journal: Journal) -> str:
+    """Attach image to a loop device made for it (LOOP_CTL_ADD, numbered above every loop device there is), journaled
+    so that `down` removes it again; return its name.
 
-
-def _attach_loop(image: str) -> str:
-    """Attach image to a clean free loop device (creating a new one if none is clean); return its name."""
-    throttles = read_throttles()
-    existing = sorted((name for name in os.listdir("/sys/block") if name.startswith("loop") and name[4:].isdigit()),
-                      key=lambda name: int(name[4:]))
-    for device in existing:
-        if _loop_is_clean(device, throttles) and run(["losetup", f"/dev/{device}", image], check=False).returncode == 0:
-            return device
-    # Every free one is marked (or taken meanwhile): ask the kernel for brand-new loop devices.
-    number = max((int(name[4:]) for name in existing), default=-1) + 1
+    Never an existing one, even a free one that looks pristine: a loop device's request queue and bdi outlive a
+    detach, and with them kernel state that no sysfs file shows and nothing resets: the writeback's estimate of the
+    device's bandwidth and its share of the machine's recent writeback. Measured (benchmarks/lab_writes.py, part
+    product, 8 hosts taking turns, 2026-12-02): on the reused loop0-loop7 the hosts on loop0-loop4 (the ones
+    earlier labs wrote most) read down to -21 % on some repeats, the ones on loop5-loop7 within 1.5 % in two runs
+    out of two; on loop devices made for the lab all 40 repeats within 1.4 %."""
+    existing = [int(name[4:]) for name in os.listdir("/sys/block") if name.startswith("loop") and name[4:].isdigit()]
+    number = max(existing, default=-1) + 1
     with open("/dev/loop-control", "rb") as control:
         for candidate in range(number, number + 64):
             try:
                 fcntl.ioctl(control.fileno(), LOOP_CTL_ADD, candidate)
-            except FileExistsError:
+            except FileExistsError:   # another lab's, made a moment ago
                 continue
             device = f"loop{candidate}"
+            journal.record("loop_created", device=device, major_minor=major_minor(device))
             if run(["losetup", f"/dev/{device}", image], check=False).returncode == 0:
                 return device
-    raise LabError(f"no clean loop device could be attached to {image}")
+            # taken meanwhile by someone's `losetup --find`: it is theirs now, down leaves it alone
+    raise LabError(f"no new loop device could be attached to {image}")
+
+
+def _remove_loop_device(record: dict, problems: list[str]) -> None:
+    """Remove a loop device `up` made (LOOP_CTL_REMOVE), once nothing is attached to it; one that is attached to
+    another file now belongs to whoever attached it."""
+    device = record["device"]
+    if not os.path.exists(f"/sys/block/{device}") or major_minor(device) != record["major_minor"]:
+        return
+    if loop_backing_file(device) is not None:
+        return
+    with open("/dev/loop-control", "rb") as control:
+        for _attempt in range(50):   # the detach's last reference goes a moment after losetup returns
+            try:
+                fcntl.ioctl(control.fileno(), LOOP_CTL_REMOVE, int(device[4:]))
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    problems.append(f"cannot remove the lab's loop device /dev/{device}: {exc}")
+                    return
+                time.sleep(0.1)
+    problems.append(f"cannot remove the lab's loop device /dev/{device}: still busy")
 
 
 # Buffered sequential reads go to the disk as readahead requests (128 KiB by default): at 200 IOPS
@@ -1037,6 +1049,8 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
             run(["losetup", "--detach", f"/dev/{device}"], check=False)
             if not _retry(lambda d=device, i=record["image"]: loop_backing_file(d) != i, 5.0):
                 problems.append(f"/dev/{device} still attached to {record['image']} (busy elsewhere?)")
+    for record in of("loop_created"):
+        _remove_loop_device(record, problems)
 
     # 6. the work dir's own bind mount (after the loops: they hold files on it).
     for record in reversed([r for r in of("mount") if r.get("role") == "workdir"]):
