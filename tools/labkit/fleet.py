@@ -592,19 +592,24 @@ def _remove_loop_device(record: dict, problems: list[str]) -> None:
         return
     if loop_backing_file(device) is not None:
         return
-    with open("/dev/loop-control", "rb") as control:
-        for _attempt in range(50):   # the detach's last reference goes a moment after losetup returns
-            try:
+    failure: list[OSError] = []
+
+    def removed() -> bool:
+        try:
+            with open("/dev/loop-control", "rb") as control:
                 fcntl.ioctl(control.fileno(), LOOP_CTL_REMOVE, int(device[4:]))
-                return
-            except FileNotFoundError:
-                return
-            except OSError as exc:
-                if exc.errno != errno.EBUSY:
-                    problems.append(f"cannot remove the lab's loop device /dev/{device}: {exc}")
-                    return
-                time.sleep(0.1)
-    problems.append(f"cannot remove the lab's loop device /dev/{device}: still busy")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:   # the detach's last reference goes a moment after losetup returns
+                return False
+            failure.append(exc)
+        return True
+
+    if not _retry(removed, 5.0):
+        problems.append(f"cannot remove the lab's loop device /dev/{device}: still busy")
+    elif failure:
+        problems.append(f"cannot remove the lab's loop device /dev/{device}: {failure[0]}")
 
 
 # Buffered sequential reads go to the disk as readahead requests (128 KiB by default): at 200 IOPS
