@@ -7,6 +7,7 @@ plugins/plugin_utils/_report.py)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 from ansible.plugins.action import ActionBase
@@ -17,8 +18,20 @@ ARGUMENT_SPEC = {
     "judge": {"type": "bool", "default": False},
     "record_sets": {"type": "list", "elements": "raw"},
     "record_sets_max_bytes": {"type": "int", "default": _record_sets.RECORD_SET_MAX_BYTES},
+    "discard": {"type": "path"},
 }
 RESPONSE_NAME = "judgement.json"
+RESPONSE_PREFIX = "diskproof-judgement-"
+
+
+def response_directory(response: str) -> str | None:
+    """The private directory judge=true made for response, or None when response is no path it hands out: only such
+    a directory may be removed by discard (never a path a variable could point elsewhere)."""
+    directory = os.path.dirname(os.path.abspath(response))
+    if (os.path.basename(response) != RESPONSE_NAME or not os.path.basename(directory).startswith(RESPONSE_PREFIX)
+            or os.path.dirname(directory) != os.path.abspath(tempfile.gettempdir()) or os.path.islink(directory)):
+        return None
+    return directory
 
 
 def flattened(specs):
@@ -40,6 +53,17 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         _args, options = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if options["discard"] is not None:
+            # The report play's cleanup: here, not a file module run on the controller (~1 CPU-s of Python start).
+            directory = response_directory(options["discard"])
+            if directory is None:
+                result.update(failed=True, msg="discard: %s is no judgement this action handed out (%s in a %s* "
+                              "directory of %s); nothing removed" % (options["discard"], RESPONSE_NAME, RESPONSE_PREFIX,
+                                                                     tempfile.gettempdir()))
+                return result
+            result.update(changed=os.path.isdir(directory), removed=directory)
+            shutil.rmtree(directory, ignore_errors=True)
+            return result
         task_vars = task_vars or {}
         variables = _report_inputs.report_variables(task_vars, self._templar.template)
         request = {"variables": variables, "inventory_size": len((task_vars.get("groups") or {}).get("all") or [])}
@@ -53,7 +77,7 @@ class ActionModule(ActionBase):
             return result
         if options["record_sets"] is None:
             # The report callback judges this run's records now and writes its judgement to response.
-            response = os.path.join(tempfile.mkdtemp(prefix="diskproof-judgement-"), RESPONSE_NAME)
+            response = os.path.join(tempfile.mkdtemp(prefix=RESPONSE_PREFIX), RESPONSE_NAME)
             result.update(changed=False, response=response)
             result[_report.REQUEST] = dict(request, response=response)
             return result

@@ -13,7 +13,8 @@ description:
     is one task, so a play of more hosts than forks benchmarks them in waves, one after the other; with C(serial)
     batches, each batch in its own waves. The fleet takes about waves x the slowest host's plan.
   - Returns the lines the benchmark role prints with the plan - hosts in the play, forks, waves, the fleet's
-    duration and, when there are several waves, the forks that would run it in one. docs/fleet-sizing.md.
+    duration and, when there are several waves, the forks that would run it in one (docs/fleet-sizing.md) - then,
+    given O(plan_lines), every host's plan.
   - The forks are this run's - the command line's C(-f) (AWX passes the job template's Forks that way), else
     the configuration's (C(forks) in ansible.cfg, C(ANSIBLE_FORKS)), else 5.
   - Runs on the controller only; reads nothing from the hosts.
@@ -36,16 +37,24 @@ options:
     type: list
     elements: dict
     required: true
+  plan_lines:
+    description:
+      - Each host's plan lines (the M(diskproof.fleet.bench_plan) result's C(lines)) by host name, printed after the
+        fleet's lines with the host named on each - the whole batch's plans in one task. Empty - none printed.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
-- name: Show how the fleet runs (hosts, forks, waves, duration)
+- name: Show every host's plan and how the fleet runs (hosts, forks, waves, duration)
   ansible.builtin.debug:
     msg: >-
-      {{ lookup('diskproof.fleet.fleet_waves', hosts=ansible_play_hosts_all | length,
-                batch=ansible_play_batch | length,
-                plans=ansible_play_batch | map('extract', hostvars) | map(attribute='__benchmark_plan', default={})
-                | map(attribute='plan', default={}) | list) }}
+      {{ query('diskproof.fleet.fleet_waves', hosts=ansible_play_hosts_all | length,
+               batch=ansible_play_batch | length,
+               plans=plans | map(attribute='plan', default={}) | list,
+               plan_lines=dict(ansible_play_batch | zip(plans | map(attribute='lines', default=[])))) }}
+  vars:
+    plans: "{{ ansible_play_batch | map('extract', hostvars) | map(attribute='my_plan', default={}) | list }}"
   run_once: true
 """
 
@@ -61,7 +70,7 @@ _raw:
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.diskproof.fleet.plugins.plugin_utils._fleet import fleet_lines, keepalive_lines, play_forks
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._fleet import fleet_lines, keepalive_lines, plan_listing, play_forks
 
 
 def _configured_ssh_args():
@@ -92,4 +101,5 @@ class LookupModule(LookupBase):
                                 slowest_host_s=max(estimates, default=0.0))
         except ValueError as error:
             raise AnsibleError("diskproof.fleet.fleet_waves: %s" % error) from error
-        return lines + keepalive_lines(longest_job_s, str(variables.get("ansible_connection") or "ssh"), ssh_args)
+        return (lines + keepalive_lines(longest_job_s, str(variables.get("ansible_connection") or "ssh"), ssh_args)
+                + plan_listing(self.get_option("plan_lines") or {}))

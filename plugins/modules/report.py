@@ -46,6 +46,13 @@ options:
         C(playbooks/merge.yml) passes C(diskproof_record_sets_max_bytes).
     type: int
     default: 134217728
+  discard:
+    description:
+      - Remove the private directory of a RV(response) this action handed out, and do nothing else (the report
+        play's cleanup, which runs however the judgement went). A path that is no such response - a file not named
+        C(judgement.json) in a C(diskproof-judgement-*) directory of the controller's temporary directory - fails
+        the task and nothing is removed.
+    type: path
 extends_documentation_fragment:
   - diskproof.fleet.attributes
 attributes:
@@ -79,6 +86,11 @@ EXAMPLES = r"""
     diskproof_report: "{{ lookup('ansible.builtin.file', judged.response) | from_json }}"
   run_once: true
 
+- name: Remove its answer from the controller
+  diskproof.fleet.report:
+    discard: "{{ judged.response }}"
+  run_once: true
+
 - name: Judge the slices of a sliced job as one fleet (playbooks/merge.yml)
   diskproof.fleet.report:
     judge: true
@@ -97,7 +109,7 @@ inputs:
 response:
   description:
     - The file the report callback writes its judgement to (JSON, the same keys as RV(judgement)), in a private
-      directory of its own on the controller; remove that directory once it is read.
+      directory of its own on the controller; remove that directory once it is read (O(discard)).
   returned: with judge=true and no record_sets
   type: str
 judgement:
@@ -107,6 +119,10 @@ judgement:
       C(path) and C(sha256)).
   returned: with record_sets
   type: dict
+removed:
+  description: The directory O(discard) removed.
+  returned: with discard
+  type: str
 table:
   description: The fleet table the report callback prints for a run, worst first.
   returned: with record_sets

@@ -10,7 +10,7 @@ one task per host, so a play of more hosts than forks benchmarks them in waves, 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 
 def play_forks() -> int:
@@ -81,3 +81,9 @@ def fleet_lines(hosts: int, forks: int, batch: int, slowest_host_s: float) -> Li
                      % (one_wave, one_wave, "one wave" if waves["batches"] == 1 else "one wave per batch",
                         _minutes(waves["batches"] * slowest_host_s)))
     return lines
+
+
+def plan_listing(plan_lines: Mapping[str, Sequence[str]]) -> List[str]:
+    """Each host's plan lines, the host named on each: what the benchmark role prints for a batch in one task (a task
+    per host would cost every host a worker process on the controller)."""
+    return ["%s: %s" % (host, line) for host, lines in plan_lines.items() for line in lines or []]

@@ -96,7 +96,7 @@ def test_the_plan_removes_the_leftovers_of_the_same_run_as_before(quiesce_result
 
 
 # benchmark_restore_when_done: the last test's restore, handed to the quiesce role's restore through public variables.
-RESTORED_RUN_ID = next(task for task in yaml.safe_load((REPO / "roles/benchmark/tasks/main.yml").read_text())
+RESTORED_RUN_ID = next(task for task in yaml.safe_load((REPO / "roles/benchmark/tasks/run.yml").read_text())
                        if "always" in task)["always"][0]["ansible.builtin.set_fact"]["benchmark_restored_run_id"]
 RESTORE_WHEN = next(task for task in yaml.safe_load((REPO / "roles/quiesce/tasks/restore.yml").read_text())
                     if "diskproof.fleet.quiesce" in task)["when"]

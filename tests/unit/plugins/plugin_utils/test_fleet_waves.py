@@ -8,7 +8,7 @@ from ansible import context
 from ansible.module_utils.common.collections import ImmutableDict
 
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._fleet import (
-    fleet_lines, fleet_waves, keepalive_lines, play_forks,
+    fleet_lines, fleet_waves, keepalive_lines, plan_listing, play_forks,
 )
 
 
@@ -61,3 +61,12 @@ def test_a_long_test_on_ssh_without_keepalive_gets_the_advice(longest_s, connect
     if advised:
         assert "about 10 min without a byte on its SSH connection" in lines[0]
         assert "ansible_ssh_common_args: -o ServerAliveInterval=30 -o ServerAliveCountMax=4" in lines[0]
+
+
+def test_every_hosts_plan_is_listed_in_batch_order_with_its_host_on_each_line():
+    # The benchmark role prints the batch's plans in one run_once task (roles/benchmark/tasks/main.yml).
+    listing = plan_listing({"rack1-n02": ["profile quick: 1 tests, 1 jobs", "fio_rand_read  fio  bs 4.0 KiB"],
+                            "rack1-n01": ["profile quick: 2 tests, 2 jobs"], "rack1-n03": []})
+    assert listing == ["rack1-n02: profile quick: 1 tests, 1 jobs", "rack1-n02: fio_rand_read  fio  bs 4.0 KiB",
+                       "rack1-n01: profile quick: 2 tests, 2 jobs"]
+    assert plan_listing({}) == []
