@@ -29,6 +29,14 @@ framework.CALLBACK_VERSION
 framework.CALLBACK_TYPE
 framework.CALLBACK_NEEDS_ENABLED
 framework.filters
+# Connection plugins (benchmarks/connection_plugins): the class and the methods and flags ConnectionBase calls.
+framework.Connection
+framework.has_pipelining
+framework.always_pipeline_modules
+framework._connect
+framework._connected
+framework.put_file
+framework.fetch_file
 
 # Ansible callback events and the arguments their signatures must accept.
 framework.v2_playbook_on_start

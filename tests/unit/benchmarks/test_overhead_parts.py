@@ -100,16 +100,41 @@ def test_cpu_by_part_of_the_controller_adds_up_and_lands_on_the_tasks_that_spent
         assert controller[part] > 0.3 and hosts[part] > 0.5
 
 
-def test_each_case_is_judged_against_issue_18s_own_target(overhead):
-    """This stop's figures: quick at 10 hosts 1.35 is a FAIL (target 1.3), not the PASS the old single 1.5 printed."""
-    lines, passed = overhead.judge({(10, "one-job"): 2.28, (10, "quick"): 1.35, (30, "one-job"): 3.5})
-    assert lines == ["FAIL: one-job, ratio 2.28 at 10 hosts (target <= 1.8)",
-                     "FAIL: quick, ratio 1.35 at 10 hosts (target <= 1.3)",
-                     "no target: one-job, ratio 3.50 at 30 hosts"]
+def test_each_case_is_judged_against_issue_35s_targets(overhead):
+    """Against the quiesced floor and per host (this stop's medians, docs/benchmarks-history.md "Cost per host, part
+    1"): every figure of a case must be within its target; a case without a target is only printed."""
+    lines, passed = overhead.judge({
+        (10, "one-job"): {"floor": 1.67, "controller": 2.27, "lab_outside_tools": 2.31},
+        (10, "quick"): {"floor": 1.09, "controller": 1.4, "lab_outside_tools": 5.51},
+        (30, "one-job"): {"floor": 2.0, "controller": 2.0, "lab_outside_tools": 2.0}})
+    assert lines == ["FAIL: one-job at 10 hosts: 1.67 x the quiesced floor (target <= 1.15), "
+                     "controller 2.27 CPU-s per host (target <= 1)",
+                     "FAIL: quick at 10 hosts: 1.09 x the quiesced floor (target <= 1.1), controller 1.40 CPU-s per "
+                     "host (target <= 1.5), lab hosts 5.51 CPU-s per host outside fio's own (target <= 1)",
+                     "no target: one-job at 30 hosts"]
     assert passed is False
-    assert overhead.judge({(10, "quick"): 1.29, (30, "quick"): 1.6}) == (
-        ["PASS: quick, ratio 1.29 at 10 hosts (target <= 1.3)", "PASS: quick, ratio 1.60 at 30 hosts (target <= 1.6)"],
-        True)
+    assert overhead.judge({(10, "one-job"): {"floor": 1.1, "controller": 0.9, "lab_outside_tools": 3.0},
+                           (30, "quick"): {"floor": 1.25, "controller": 9.0, "lab_outside_tools": 9.0}}) == (
+        ["PASS: one-job at 10 hosts: 1.10 x the quiesced floor (target <= 1.15), controller 0.90 CPU-s per host "
+         "(target <= 1)", "PASS: quick at 30 hosts: 1.25 x the quiesced floor (target <= 1.25)"], True)
+
+
+def test_a_case_whose_floor_was_not_measured_cannot_pass(overhead):
+    lines, passed = overhead.judge({(10, "one-job"): {"floor": None, "controller": 0.5, "lab_outside_tools": 0.5}})
+    assert lines == ["FAIL: one-job at 10 hosts: no floor measured (run with --floor floorq)"] and passed is False
+
+
+def test_the_judged_figures_are_medians_of_the_rounds(overhead):
+    runs = {"validate": [{"wall": 43.2, "cpu": 22.7, "lab_cpu": 25.4}, {"wall": 51.9, "cpu": 24.9, "lab_cpu": 27.8},
+                         {"wall": 42.4, "cpu": 22.3, "lab_cpu": 24.9}],
+            "fio": [{"wall": 14.1, "cpu": 0.2, "lab_cpu": 2.3}, {"wall": 14.6, "cpu": 0.2, "lab_cpu": 2.5},
+                    {"wall": 14.1, "cpu": 0.2, "lab_cpu": 2.2}],
+            "floorq": [{"wall": 27.4}, {"wall": 25.9}, {"wall": 25.9}]}
+    figures_of = overhead.case_figures(10, runs)
+    assert figures_of["floor"] == pytest.approx(43.2 / 25.9)
+    assert figures_of["controller"] == pytest.approx(2.27)
+    assert figures_of["lab_outside_tools"] == pytest.approx((25.4 - 2.3) / 10)
+    assert overhead.case_figures(10, dict(runs, floorq=[]))["floor"] is None
 
 
 def test_the_benchmark_roles_plan_tasks_are_not_counted_as_quiesce(overhead):

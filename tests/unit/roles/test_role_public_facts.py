@@ -119,3 +119,29 @@ def test_the_restore_task_is_skipped_only_after_the_last_test_restored_this_run(
     # a restore an earlier run's last test did never skips this run's
     assert str(_render("{{ %s }}" % RESTORE_WHEN, {"quiesce_restored_run_id": "20261126T000000Z-0ldrun00",
                                                    "__quiesce_run_id": THIS_RUN})) == "True"
+
+
+def _restore_include_when(playbook: str) -> str:
+    """The condition on the playbook's restore (an include in the always section): only then does it run."""
+    def tasks(items):
+        for task in items or []:
+            yield task
+            for section in ("block", "rescue", "always"):
+                yield from tasks(task.get(section))
+    plays = yaml.safe_load((REPO / "playbooks" / playbook).read_text())
+    found = [task for play in plays for task in tasks(play.get("tasks"))
+             if (task.get("ansible.builtin.include_role") or {}).get("tasks_from") == "restore"]
+    assert len(found) == 1, playbook
+    return found[0]["when"]
+
+
+@pytest.mark.parametrize("playbook", ["validate.yml", "acceptance.yml"])
+@pytest.mark.parametrize("variables, restores", [
+    ({"benchmark_restored_run_id": THIS_RUN, "quiesce_run_state": {"run_id": THIS_RUN}}, False),
+    ({"benchmark_restored_run_id": "", "quiesce_run_state": {"run_id": THIS_RUN}}, True),     # the last test did not
+    ({"benchmark_restored_run_id": "20261126T000000Z-0ldrun00", "quiesce_run_state": {"run_id": THIS_RUN}}, True),
+    ({"benchmark_restored_run_id": ""}, True),                                            # the quiesce published nothing
+    ({}, True),                                                                           # nothing ran at all
+], ids=["restored-this-run", "not-restored", "an-earlier-run-restored", "no-quiesce-state", "nothing"])
+def test_the_playbooks_include_the_restore_unless_the_last_test_restored_this_run(playbook, variables, restores):
+    assert str(_render("{{ %s }}" % _restore_include_when(playbook), variables)) == str(restores)
