@@ -39,16 +39,12 @@ import yaml
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from labrun import ROOT, Lab, LabFailed, playbook_env, report_of  # noqa: E402  (after the path is set)
+from overhead import SCENARIOS  # noqa: E402  (what validate.yml runs: overhead.py's scenarios, the same settings)
 
 BIN = ROOT / ".venv" / "bin"
 CPUACCT = pathlib.Path("/sys/fs/cgroup/cpuacct")
 MIB = 1 << 20
 RECORDED_HOST = "csc-n01"
-# What validate.yml runs (benchmarks/overhead.py's scenarios, the same settings).
-SCENARIOS: Dict[str, Dict[str, Any]] = {
-    "one-job": {"tests": ["fio_rand_read"], "repeats": 1, "mode": "raw_read"},
-    "quick": {"tests": ["fio_rand_read", "fio_rand_write", "fio_commit_rate"], "repeats": 2, "mode": "raw_write"},
-}
 
 
 def lab_spec() -> Dict[str, Any]:
