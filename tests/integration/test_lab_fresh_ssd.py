@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 from pathlib import Path
 
 import yaml
@@ -37,11 +38,16 @@ def iops_series(device: str, seconds: int) -> list:
 
 
 def near(seconds: list, iops: int) -> bool:
-    """The seconds' mean within 5 % of iops, and each second within 10 %: the throttle dispatches in 100 ms
-    slices, so one second's count can be up to a slice's worth off while its neighbours make up for it (a CI
-    run saw 426, 414, 378, 422, 395 at 400 IOPS: mean 407)."""
-    return (abs(sum(seconds) / len(seconds) - iops) <= 0.05 * iops
-            and all(abs(value - iops) <= 0.10 * iops for value in seconds))
+    """The seconds' median within 5 % of iops, every second within 10 % but for at most one that is lower.
+    Within 10 %: the throttle dispatches in 100 ms slices, so one second's count can be up to a slice's worth off
+    while its neighbours make up for it (a CI run saw 426, 414, 378, 422, 395 at 400 IOPS). One lower second, and
+    the median rather than the mean: a second in which fio itself did not get the CPU (make test runs four test
+    files at once on two cores) lacks what it never submitted, and the throttle gives no credit for it later (a CI
+    run saw 400, 312, 400, 400, 400); the throttle's model can only be wrong by a rate off in most seconds, which
+    the median and the other seconds still catch. docs/lab.md says so too."""
+    lower = [value for value in seconds if value < 0.90 * iops]
+    return (abs(statistics.median(seconds) - iops) <= 0.05 * iops
+            and all(value <= 1.10 * iops for value in seconds) and len(lower) <= 1)
 
 
 def throttle_rules(major_minors: set) -> list:
