@@ -315,11 +315,13 @@ def test_benchmark_step_outliving_the_lease_keeps_the_lock(qstate_lab, tmp_path)
         dd = wait_for("the benchmark's dd on the lab host", the_dd, 120, interval=0.2)
         time.sleep(4)                                # a lease of 3 s from the quiesce has run out by now
         assert run.poll() is None and the_dd() == dd, "the step ended too early to prove anything"
-        output = foreign_quiesce(tmp_path)
-        assert "FAILED" in output and "refusing to quiesce: the host is locked by run" in output, output[-3000:]
+        # Read while the dd runs: the foreign quiesce below is an ansible run of its own, and on a slow machine the
+        # dd may end before it does (a CI run then found no /proc/PID/stat to read).
         lock = read_json(STATE_DIR + "/quiesce.lock")
         step = int(Path("/proc/%d/stat" % dd).read_text().rsplit(")", 1)[1].split()[1])
         assert lock["host"]["pid"] == step and lock["lease_s"] == 3      # the step renewed it and holds it
+        output = foreign_quiesce(tmp_path)
+        assert "FAILED" in output and "refusing to quiesce: the host is locked by run" in output, output[-3000:]
         assert "its quiesce call or benchmark step is still running on this host (pid %d)" % step in output
         rc = run.wait(timeout=300)
     finally:
