@@ -14,6 +14,8 @@ from ansible_collections.diskproof.fleet.plugins.plugin_utils import _settings
 def _variable_line(setting: _settings.Setting) -> str:
     if setting.kind == _settings.PERCENT:
         return "Variable C(%s) (a percentage, e.g. %g)." % (setting.variable, setting.default * 100)
+    if setting.kind == _settings.FACTOR:
+        return "Variable C(%s) (a multiplier, e.g. %g)." % (setting.variable, setting.default)
     return "Variable C(%s)." % setting.variable
 
 

@@ -24,7 +24,7 @@ description:
     (one record per client; the C(All clients) aggregate is skipped). Without JSON, fio's normal (human-readable,
     fio 2.0 to 3.x) and terse (C(--minimal), versions 2 to 5) output are read too, with a warning that their
     figures are rounded (bytes per second = the printed io / runtime). One record per job. Latency figures are
-    the completion latency (C(clat)) mean, min, p50, p95, p99, p99.9, max and standard deviation in ns; when fio
+    the completion latency (C(clat)) mean, min, p50, p95, p99, p99.9, p99.99, max and standard deviation in ns; when fio
     reports no completion latency the mean, min, max and standard deviation of the total latency (C(lat)) are
     used, without percentiles, and a warning says so.
   - sysbench fileio output of 0.4.x, 0.5 and 1.0.x, C(run) and C(prepare), one record per run (several runs
@@ -162,8 +162,9 @@ ansible_facts:
           description:
             - C(read_bytes_per_s), C(write_bytes_per_s) (bytes/s), C(read_iops), C(write_iops) (ops/s),
               C(fsyncs_per_s) (fio C(fsync)/C(fdatasync) calls, sysbench fsyncs, per second) and C(latency_ns.read),
-              C(latency_ns.write) (each null or a dict of C(mean), C(min), C(p50), C(p95), C(p99), C(p99_9), C(max),
-              C(stdev) in ns, in that order; any of them null when the tool does not print it).
+              C(latency_ns.write) (each null or a dict of C(mean), C(min), C(p50), C(p95), C(p99), C(p99_9), C(p99_99),
+              C(max), C(stdev) in ns, in that order; any of them null when the tool does not print it), and
+              C(latency_ns.sync), the same dict of a fio job's fsync/fdatasync latency (null for every other record).
             - fio fills them all from C(clat) (C(stdev) is fio's C(stddev)); sysbench C(min), C(mean), C(max) and the
               one percentile it prints (C(stdev) null); ioping C(min), C(mean), C(max) and C(stdev) (its C(mdev)).
             - bonnie++ - C(write_bytes_per_s) is block output, C(read_bytes_per_s) block input, C(read_iops) random
@@ -180,7 +181,7 @@ ansible_facts:
             read_iops: null
             write_iops: null
             fsyncs_per_s: null
-            latency_ns: {read: null, write: null}
+            latency_ns: {read: null, write: null, sync: null}
         bytes:
           description:
             - Bytes the tool says it moved (dd summary line; fio sum of C(io_bytes) over directions; sysbench 0.4/0.5

@@ -52,13 +52,14 @@ import fnmatch
 import json
 import math
 import statistics
+import struct
 import sys
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # The figure rules hosts apply too (primary metric, cache bypass, CV) live in module_utils/_metrics.py.
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
-    CACHE_BYPASS_MIN_FRACTION, METRIC_BYTES_PER_S, SMALL_BLOCK_MAX_BYTES, bypass_finding,
+    CACHE_BYPASS_MIN_FRACTION, METRIC_BYTES_PER_S, METRIC_IOPS, SMALL_BLOCK_MAX_BYTES, bypass_finding,
     coefficient_of_variation, primary_of, sum_of)
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none as _number
@@ -103,6 +104,9 @@ ROBUST_Z_SCALE = 0.6745
 ROBUST_SD_SCALE = 1.4826
 DEFAULT_MAX_CV = 0.05
 DEFAULT_REGRESSION_FRACTION = 0.10
+# A p99 this many times its peers' median is a tail worth a look (docs/report.md, "Latency"): a slow-failing drive's
+# tail grows several-fold long before its mean moves, while healthy twins' p99 stay within tens of percent.
+DEFAULT_LATENCY_OUTLIER_FACTOR = 2.0
 # A median of two says nothing about which of the two is wrong.
 MIN_PEERS = 3
 
@@ -250,16 +254,28 @@ class Target(NamedTuple):
     not_a_disk: Optional[str]
 
 
+# The latency figures the rules and the report read: the tail (p99, p99.9, p99.99, max) of each direction's completion
+# latency and of the commit latency (metrics.latency_ns.sync: fsync/fdatasync), as rule figures in ms.
+LATENCY_DIRECTIONS = ("read", "write", "sync")
+LATENCY_STATS = (("p99", "p99"), ("p99_9", "p99.9"), ("p99_99", "p99.99"), ("max", "max"))
+LATENCY_FIGURES = tuple("%s_%s_ms" % (direction, stat) for direction in LATENCY_DIRECTIONS for stat, _label in LATENCY_STATS)
+# figure -> "read p99.99": how a reason names it
+LATENCY_FIGURE_TEXT = {"%s_%s_ms" % (direction, stat): "%s %s" % (direction, label)
+                       for direction in LATENCY_DIRECTIONS for stat, label in LATENCY_STATS}
+
+
 class Figures(NamedTuple):
-    """RecordFacts.figures: metrics.<name>, and the p99 latencies (ns) of metrics.latency_ns.read / .write."""
+    """RecordFacts.figures: metrics.<name>, and the latencies (ns) of LATENCY_FIGURES, in that order."""
 
     read_bytes_per_s: Any
     write_bytes_per_s: Any
     read_iops: Any
     write_iops: Any
     fsyncs_per_s: Any
-    read_p99_ns: Any
-    write_p99_ns: Any
+    # The LATENCY_FIGURES values (ns) packed (_TAILS, NaN where not a number), or None when the record has none.
+    # Packed: a fleet keeps 100,000 of these, and 12 doubles in one bytes object take a third of a tuple of floats
+    # (docs/benchmarks.md "Callback scale").
+    latency_ns: Optional[bytes]
     transfer_bytes_per_s: Any  # a dd rate of unknown direction: shown in the reason, never judged
 
 
@@ -296,6 +312,7 @@ class RecordFacts(NamedTuple):
     description: str = ""                      # record_description: 'fio 3.33, block 4 KiB, O_DIRECT, iodepth 32'
     zcav: Optional[Tuple[Tuple[float, float], ...]] = None  # metrics.zcav as (offset, read bytes/s), sorted
     steady: Optional[Mapping[str, Any]] = None  # a copy of steady_state (ssd_steady_* only)
+    direct: bool = False                       # params.direct: O_DIRECT, the page cache out of the latency
 
 
 def _own(value: Any) -> Any:
@@ -316,18 +333,20 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
     target = _mapping(record.get("target"))
     metrics = _mapping(record.get("metrics"))
     latency = _mapping(metrics.get("latency_ns"))
+    tails = [_mapping(latency.get(direction)) for direction in LATENCY_DIRECTIONS]
     figures = Figures(*[_own(value) for value in (
         metrics.get("read_bytes_per_s"), metrics.get("write_bytes_per_s"), metrics.get("read_iops"),
-        metrics.get("write_iops"), metrics.get("fsyncs_per_s"), _mapping(latency.get("read")).get("p99"),
-        _mapping(latency.get("write")).get("p99"), metrics.get("transfer_bytes_per_s"))])
+        metrics.get("write_iops"), metrics.get("fsyncs_per_s"))],
+        latency_ns=_packed_tails(tails),
+        transfer_bytes_per_s=_own(metrics.get("transfer_bytes_per_s")))
     read_bytes_per_s, write_bytes_per_s = _number(figures.read_bytes_per_s), _number(figures.write_bytes_per_s)
     read_iops, write_iops = _number(figures.read_iops), _number(figures.write_iops)
     reads = read_bytes_per_s is not None or read_iops is not None
     writes = write_bytes_per_s is not None or write_iops is not None
     test = _own(record.get("test"))
     metric_name = metric_value = invalid = note = None
+    params = _mapping(record.get("params"))
     if reads or writes:
-        params = _mapping(record.get("params"))
         metric_name, metric_value = primary_of(params, sum_of(read_bytes_per_s, write_bytes_per_s),
                                                sum_of(read_iops, write_iops))
         invalid, note = bypass_finding(_number(record.get("bytes")), reads, writes, record.get("device_io"), params)
@@ -359,7 +378,31 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         description=sys.intern(record_description(record)),
         zcav=_zcav_points(metrics.get("zcav")),
         steady=copy.deepcopy(steady) if isinstance(steady, _MappingABC) else None,
+        direct=_is_direct(params.get("direct")),
     )
+
+
+_TAILS = struct.Struct("<%dd" % len(LATENCY_FIGURES))
+
+
+def _packed_tails(tails: Sequence[Mapping[str, Any]]) -> Optional[bytes]:
+    """The LATENCY_FIGURES values of each direction's latency_ns as Figures.latency_ns keeps them (None: no number)."""
+    values = [_number(tail.get(stat)) for tail in tails for stat, _label in LATENCY_STATS]
+    if all(value is None for value in values):
+        return None
+    return _TAILS.pack(*[math.nan if value is None else value for value in values])
+
+
+def latency_figure_values(figures: Figures) -> List[Optional[float]]:
+    """The LATENCY_FIGURES values (ns) of a record's figures, in that order (None where not given)."""
+    if figures.latency_ns is None:
+        return [None] * len(LATENCY_FIGURES)
+    return [None if math.isnan(value) else value for value in _TAILS.unpack(figures.latency_ns)]
+
+
+def _is_direct(value: Any) -> bool:
+    """params.direct as the plan writes it (true) or as a fio job file has it (1); not 1.0, not "yes"."""
+    return value is True or (isinstance(value, int) and not isinstance(value, bool) and value == 1)
 
 
 def _zcav_points(points: Any) -> Optional[Tuple[Tuple[float, float], ...]]:
@@ -504,6 +547,7 @@ class Settings(NamedTuple):
     regression_fraction: float = DEFAULT_REGRESSION_FRACTION
     robust_z_limit: float = DEFAULT_ROBUST_Z_LIMIT
     robust_z_min_deviation: float = DEFAULT_ROBUST_Z_MIN_DEVIATION
+    latency_outlier_factor: float = DEFAULT_LATENCY_OUTLIER_FACTOR
     # A figure whose repeats vary more than max_cv cannot be trusted to pass: it fails acceptance
     # unless the site says otherwise (docs/report.md, Verdicts).
     unstable_fails: bool = True
@@ -511,7 +555,8 @@ class Settings(NamedTuple):
 
 def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: Any = PEER_GROUP_IDENTITY, max_cv: Any = DEFAULT_MAX_CV,
                   regression_fraction: Any = DEFAULT_REGRESSION_FRACTION, robust_z_limit: Any = DEFAULT_ROBUST_Z_LIMIT,
-                  robust_z_min_deviation: Any = DEFAULT_ROBUST_Z_MIN_DEVIATION, unstable_fails: Any = True) -> Settings:
+                  robust_z_min_deviation: Any = DEFAULT_ROBUST_Z_MIN_DEVIATION, unstable_fails: Any = True,
+                  latency_outlier_factor: Any = DEFAULT_LATENCY_OUTLIER_FACTOR) -> Settings:
     """Settings with every value checked; ValueError names the bad one."""
     if peer_group not in PEER_GROUP_CHOICES:
         raise ValueError("peer_group must be one of %s, got %r" % (", ".join(PEER_GROUP_CHOICES), peer_group))
@@ -523,6 +568,9 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
         raise ValueError("robust_z_min_deviation must be a number from 0 to 1 (1 excluded), got %r" % (robust_z_min_deviation,))
     if not isinstance(unstable_fails, bool):
         raise ValueError("unstable_fails must be true or false, got %r" % (unstable_fails,))
+    factor = _number(latency_outlier_factor)
+    if factor is None or not 1 < factor < math.inf:
+        raise ValueError("latency_outlier_factor must be a number above 1, got %r" % (latency_outlier_factor,))
     return Settings(
         outlier_fraction=_fraction("outlier_fraction", outlier_fraction),
         peer_group=str(peer_group),
@@ -530,6 +578,7 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
         regression_fraction=_fraction("regression_fraction", regression_fraction),
         robust_z_limit=z_limit,
         robust_z_min_deviation=min_deviation,
+        latency_outlier_factor=factor,
         unstable_fails=unstable_fails,
     )
 
@@ -568,23 +617,24 @@ class RulesError(ValueError):
         super().__init__("; ".join(self.errors))
 
 
-# threshold key -> (figure, direction): "min" fails below, "max" fails above.
+# threshold key -> (figure, direction): "min" fails below, "max" fails above. The latency limits: max_<figure> of every
+# LATENCY_FIGURES entry (max_read_p99_ms, max_read_p99_99_ms, max_write_max_ms, max_sync_p99_9_ms ...).
 THRESHOLDS = {
     "min_read_mb_per_s": ("read_mb_per_s", "min"),
     "min_write_mb_per_s": ("write_mb_per_s", "min"),
     "min_read_iops": ("read_iops", "min"),
     "min_write_iops": ("write_iops", "min"),
     "min_fsyncs_per_s": ("fsyncs_per_s", "min"),
-    "max_read_p99_ms": ("read_p99_ms", "max"),
-    "max_write_p99_ms": ("write_p99_ms", "max"),
 }
+THRESHOLDS.update(("max_" + figure, (figure, "max")) for figure in LATENCY_FIGURES)
 DATASHEET_FIGURES = ("read_mb_per_s", "write_mb_per_s", "read_iops", "write_iops", "fsyncs_per_s")
 MATCH_STRING_KEYS = ("test", "host", "model", "firmware", "serial", "wwn", "transport")
 DISK_CLASSES = ("hdd", "ssd", "nvme")
 FIGURE_UNITS = {
     "read_mb_per_s": "MB/s", "write_mb_per_s": "MB/s", "read_iops": "IOPS", "write_iops": "IOPS",
-    "fsyncs_per_s": "fsyncs/s", "read_p99_ms": "ms", "write_p99_ms": "ms",
+    "fsyncs_per_s": "fsyncs/s",
 }
+FIGURE_UNITS.update((figure, "ms") for figure in LATENCY_FIGURES)
 _MATCH_KEYS = MATCH_STRING_KEYS + ("class", "rotational")
 _RULE_KEYS = ("name", "match", "datasheet") + tuple(THRESHOLDS)
 _DATASHEET_KEYS = DATASHEET_FIGURES + ("min_percent",)
@@ -736,24 +786,40 @@ def _rule_figures(facts: RecordFacts) -> Dict[str, Optional[float]]:
         return None if number is None else number / divisor
 
     figures = facts.figures
-    return {
+    found = {
         "read_mb_per_s": scaled(figures.read_bytes_per_s, 1e6),
         "write_mb_per_s": scaled(figures.write_bytes_per_s, 1e6),
         "read_iops": _number(figures.read_iops),
         "write_iops": _number(figures.write_iops),
         "fsyncs_per_s": _number(figures.fsyncs_per_s),
-        "read_p99_ms": scaled(figures.read_p99_ns, 1e6),
-        "write_p99_ms": scaled(figures.write_p99_ns, 1e6),
     }
+    found.update(zip(LATENCY_FIGURES, (scaled(value, 1e6) for value in latency_figure_values(figures))))
+    return found
 
 
 def _rule_label(rule: Mapping[str, Any], index: int) -> str:
     return "rule %d%s" % (index + 1, " '%s'" % rule["name"] if rule.get("name") else "")
 
 
-def _figure_text(figure: str, value: float) -> str:
-    digits = 0 if FIGURE_UNITS[figure] in ("IOPS", "fsyncs/s") else 1
-    return "%.*f %s" % (digits, value, FIGURE_UNITS[figure])
+def _figure_digits(figure: str, value: float) -> int:
+    if FIGURE_UNITS[figure] == "ms":
+        # a tail of 0.05 ms (NVMe) and one of 300 ms (a stalled HDD) both keep three digits that mean something
+        return 3 if value < 1 else 2 if value < 10 else 1 if value < 100 else 0
+    return 0 if FIGURE_UNITS[figure] in ("IOPS", "fsyncs/s") else 1
+
+
+def _figure_text(figure: str, value: float, digits: Optional[int] = None) -> str:
+    return "%.*f %s" % (_figure_digits(figure, value) if digits is None else digits, value, FIGURE_UNITS[figure])
+
+
+def _against_limit(figure: str, value: float, limit: float) -> Tuple[str, str]:
+    """(value text, limit text), with the digits it takes to tell them apart: never '1.50 ms > maximum 1.50 ms'."""
+    texts = _figure_text(figure, value), _figure_text(figure, limit)
+    digits = max(_figure_digits(figure, value), _figure_digits(figure, limit))
+    while texts[0] == texts[1] and digits < 6:
+        digits += 1
+        texts = _figure_text(figure, value, digits), _figure_text(figure, limit, digits)
+    return texts
 
 
 class RuleCheck(NamedTuple):
@@ -792,22 +858,46 @@ def _check_reason(check: RuleCheck, value: float) -> str:
         return "%s: %s is %.1f%% of datasheet %s (< %g%%)" % (
             check.label, _figure_text(check.figure, value), 100.0 * value / check.datasheet,
             _figure_text(check.figure, check.datasheet), check.percent)
-    io_direction = check.figure.partition("_")[0]
     if check.direction == "min":
-        return "%s: %s %s < minimum %s" % (
-            check.label, io_direction, _figure_text(check.figure, value), _figure_text(check.figure, check.limit))
-    return "%s: %s p99 %s > maximum %s" % (check.label, io_direction, _figure_text(check.figure, value),
+        return "%s: %s %s < minimum %s" % (check.label, check.figure.partition("_")[0], _figure_text(check.figure, value),
                                            _figure_text(check.figure, check.limit))
+    return "%s: %s %s > maximum %s" % ((check.label, LATENCY_FIGURE_TEXT[check.figure]) + _against_limit(check.figure, value, check.limit))
 
 
-def _violations(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> List[str]:
-    """The reasons of every rule limit the record's figures break."""
+class LatencyCheck(NamedTuple):
+    """A latency figure of a record beside the rule limit that applies to it (report.html shows each)."""
+
+    figure: str     # a LATENCY_FIGURES entry: read_p99_99_ms ...
+    value: float    # ms
+    limit: float    # ms
+    rule: str       # "rule 2 'db SSDs'"
+    passed: bool
+
+
+def latency_check_text(check: LatencyCheck) -> str:
+    """'read p99.99 3.10 ms > 2.50 ms (rule 1 'db SSDs')': a latency figure beside its limit, as the pages show it."""
+    value, limit = _against_limit(check.figure, check.value, check.limit)
+    return "%s %s %s %s (%s)" % (LATENCY_FIGURE_TEXT[check.figure], value, "\u2264" if check.passed else ">", limit, check.rule)
+
+
+def _rule_results(host: str, facts: RecordFacts, rules: Sequence[Mapping[str, Any]]) -> Tuple[List[str], Tuple[LatencyCheck, ...]]:
+    """(the reasons of every rule limit the record's figures break, every latency limit beside its figure)."""
     checks = _rule_checks(host, facts, rules)
     if not checks:
-        return []
+        return [], ()
     figures = _rule_figures(facts)
-    return [_check_reason(check, figures[check.figure]) for check in checks
-            if figures[check.figure] is not None and _check_fails(check, figures[check.figure])]
+    reasons: List[str] = []
+    latency: List[LatencyCheck] = []
+    for check in checks:
+        value = figures[check.figure]
+        if value is None:
+            continue
+        failed = _check_fails(check, value)
+        if failed:
+            reasons.append(_check_reason(check, value))
+        if check.figure in LATENCY_FIGURE_TEXT:
+            latency.append(LatencyCheck(check.figure, value, check.limit, check.label, not failed))
+    return reasons, tuple(latency)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -892,6 +982,7 @@ class Entry(NamedTuple):
     baseline_value: Optional[float]
     deviation_from_baseline: Optional[float]
     noise: Optional[Noise] = None
+    latency: Tuple[LatencyCheck, ...] = ()   # every latency rule limit beside its figure
 
     # What every writer reads of an entry besides its fields (None for a host problem).
 
@@ -999,6 +1090,7 @@ class _Judge:
         self.rules = rules
         self.baseline = baseline
         self.lost_baseline = lost_baseline or {}   # host -> why the store's baseline has none of its disks
+        self.latency_groups: Dict[Tuple[GroupKey, str], Tuple[float, int]] = {}  # _latency_groups
         self.groups = {}
         for group, values in groups.items():
             described = describe(values)
@@ -1031,10 +1123,12 @@ class _Judge:
         if facts.not_steady is not None:
             findings.append((VERDICT_NOT_STEADY, facts.not_steady))
         not_a_disk = facts.target.not_a_disk
+        latency: Tuple[LatencyCheck, ...] = ()
         if not_a_disk is not None:
             notes.append(NOTE_NOT_A_DISK % (not_a_disk, not_a_disk))
         else:
-            findings.extend((VERDICT_SLOW, reason) for reason in _violations(host, facts, self.rules))
+            violations, latency = _rule_results(host, facts, self.rules)
+            findings.extend((VERDICT_SLOW, reason) for reason in violations)
         reference = change = None
         if self.baseline is not None and not_a_disk is None:
             found = _baseline_value(facts, self.baseline, name, host)
@@ -1066,6 +1160,7 @@ class _Judge:
                 peer = self.peer_finding(name, deviation, center, stats["measured"], facts, noise)
                 if peer[0] != VERDICT_PASS:
                     findings.append(peer)
+        findings.extend(self.latency_findings(key, facts))
         if facts.samples is not None and any(figure is None for figure in facts.samples):
             notes.append(NOTE_SAMPLES_IGNORED)
         if own_cv is not None and own_cv > settings.max_cv:
@@ -1081,7 +1176,23 @@ class _Judge:
         # Worst first; findings of one verdict keep their order.
         ordered = tuple(sorted(findings, key=lambda finding: _RANK[finding[0]])) if findings else (peer,)
         return Entry(host, record, facts, ordered[0][0], ordered, tuple(notes), key, center, deviation, z_score, reference,
-                     change, noise)
+                     change, noise, latency)
+
+    def latency_findings(self, key: GroupKey, facts: RecordFacts) -> List[Finding]:
+        """outlier for each direction whose p99 is more than latency_outlier_factor times its peers' median p99 (records
+        judged on IOPS: the random tests, where a tail is the disk's and not the transfer size's)."""
+        findings: List[Finding] = []
+        for direction, p99_ns in _latency_p99s(facts):
+            peers = self.latency_groups.get((key, direction))
+            if peers is None or peers[1] < MIN_PEERS or peers[0] <= 0:
+                continue
+            center, measured = peers
+            factor = self.settings.latency_outlier_factor
+            if p99_ns > factor * center:
+                findings.append((VERDICT_OUTLIER, "%s p99 %s is %.1f x the peers' median p99 %s (n=%d), limit %.1f x" % (
+                    direction, _figure_text(direction + "_p99_ms", p99_ns / 1e6), p99_ns / center,
+                    _figure_text(direction + "_p99_ms", center / 1e6), measured, factor)))
+        return findings
 
     def peer_finding(self, name: str, deviation: float, center: float, measured: int, facts: RecordFacts,
                      noise: Noise) -> Finding:
@@ -1189,6 +1300,39 @@ def _entry_sort_key(entry: Entry) -> Tuple[Any, ...]:
 RecordsWithFacts = Mapping[str, Sequence[Tuple[Any, RecordFacts]]]
 
 
+# The directions whose p99 the peer rule compares (the commit latency has its own test, judged on IOPS too, but its
+# syncs are the filesystem's as much as the disk's: rules only).
+LATENCY_PEER_DIRECTIONS = ("read", "write")
+_P99_INDEX = {direction: LATENCY_FIGURES.index(direction + "_p99_ms") for direction in LATENCY_PEER_DIRECTIONS}
+
+
+def _latency_p99s(facts: RecordFacts) -> List[Tuple[str, float]]:
+    """(direction, p99 ns) of each direction of a direct-I/O record judged on IOPS that has a positive p99. Buffered
+    records (fio_commit_rate's writes, sysbench_fsync) are left out: their write latency is a copy into the page
+    cache, the controller's CPU and not the disk's."""
+    if facts.metric_name != METRIC_IOPS or not facts.direct or facts.error or facts.invalid is not None:
+        return []
+    found = []
+    for direction in LATENCY_PEER_DIRECTIONS:
+        value = latency_figure_values(facts.figures)[_P99_INDEX[direction]]
+        if value is not None and value > 0 and math.isfinite(value):
+            found.append((direction, value))
+    return found
+
+
+def _latency_groups(facts_by_host: RecordsWithFacts, settings: Settings) -> Dict[Tuple[GroupKey, str], Tuple[float, int]]:
+    """(peer group key, direction) -> (median p99 ns, records) over the records _latency_p99s reads."""
+    values: Dict[Tuple[GroupKey, str], List[float]] = {}
+    for records in facts_by_host.values():
+        for _record, facts in records:
+            found = _latency_p99s(facts)
+            if found:
+                key = peer_group_key(facts, settings.peer_group)
+                for direction, value in found:
+                    values.setdefault((key, direction), []).append(value)
+    return {group: (median(found), len(found)) for group, found in values.items()}
+
+
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
                   rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None,
                   lost_baseline: Optional[Mapping[str, str]] = None) -> Tuple[List[Entry], List[Dict[str, Any]]]:
@@ -1212,6 +1356,7 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
                 if cv is not None:
                     group_cvs.setdefault(group, []).append(cv)
     judge = _Judge(groups, settings, rules, baseline, group_cvs, lost_baseline)
+    judge.latency_groups = _latency_groups(facts_by_host, settings)
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
         records = facts_by_host.get(host) or []
@@ -1255,6 +1400,7 @@ def entry_fields(entry: Entry) -> Dict[str, Any]:
         "baseline_value": entry.baseline_value,
         "deviation_from_baseline": entry.deviation_from_baseline,
         "noise": None if entry.noise is None else entry.noise._asdict(),
+        "latency_checks": [check._asdict() for check in entry.latency],
     }
 
 
@@ -1365,6 +1511,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
             "outlier_fraction": settings.outlier_fraction,
             "robust_z_limit": settings.robust_z_limit,
             "robust_z_min_deviation": settings.robust_z_min_deviation,
+            "latency_outlier_factor": settings.latency_outlier_factor,
             "min_peers": MIN_PEERS,
             "small_block_max_bytes": SMALL_BLOCK_MAX_BYTES,
             "peer_group": settings.peer_group,

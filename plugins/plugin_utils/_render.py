@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Named
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
-    VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, number_text, one_line_text)
+    VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, latency_check_text, number_text, one_line_text)
 
 _RUN_KEY_ORDER = ("playbook", "started", "finished", "controller_hostname", "ansible_version",
                   "collection_version", "inventory_size", "targeted_hosts")
@@ -319,11 +319,30 @@ def _problem_row(entry: Entry) -> List[str]:
             _metric_value(name, value), _deviation(entry), _reason(entry)]
 
 
-def _test_row(entry: Entry) -> List[str]:
+_LATENCY_HEADER = "Latency vs rule"
+
+
+def _with_latency(entries: Sequence[Entry]) -> bool:
+    """Whether a test's table gets the latency column: some entry has a latency limit of an acceptance rule."""
+    return any(entry.latency for entry in entries)
+
+
+def _latency_cell(entry: Entry) -> str:
+    """Every latency limit that applied to the entry beside its figure ('read p99.99 3.10 ms > 2.50 ms (rule 1)')."""
+    return "; ".join(latency_check_text(check) for check in entry.latency) or "-"
+
+
+def _test_row(entry: Entry, latency: bool = False) -> List[str]:
     path, _device = _target_of(entry)
     name, value = _metric(entry)
-    return [_text(entry.host), path, _device_cell(entry), _metric_value(name, value), _deviation(entry),
-            entry.verdict, _reason(entry)]
+    row = [_text(entry.host), path, _device_cell(entry), _metric_value(name, value), _deviation(entry)]
+    if latency:
+        row.append(_latency_cell(entry))
+    return row + [entry.verdict, _reason(entry)]
+
+
+def _test_headers(latency: bool) -> List[str]:
+    return _TEST_HEADERS[:5] + [_LATENCY_HEADER] + _TEST_HEADERS[5:] if latency else _TEST_HEADERS
 
 
 def _run_items(report: Mapping[str, Any]) -> List[Tuple[str, str]]:
@@ -476,7 +495,8 @@ def write_markdown(report: Mapping[str, Any], listing: Listing, write: Write) ->
         description = _test_description(entries)
         if description:
             out.add(_md(description), "")
-        out.extend(_md_table(_TEST_HEADERS, (_test_row(entry) for entry in entries)))
+        latency = _with_latency(entries)
+        out.extend(_md_table(_test_headers(latency), (_test_row(entry, latency) for entry in entries)))
         out.add("")
     if not tests:
         out.add("No test results.", "")
@@ -1146,9 +1166,12 @@ def write_html(report: Mapping[str, Any], listing: Listing, write: Write) -> Non
                 parts.append('<p class="sub">%s</p>' % _esc(description))
             figures, chart_number = _charts(test, entries, groups, fraction, chart_number)
             parts.extend(figures)
-            rows = [(_verdict_class(entry.verdict), _test_row(entry)) for entry in entries]
-            parts.append(_html_table(_TEST_HEADERS, rows, caption="%s: every disk. %s" % (test, _UNITS_NOTE),
-                                     numeric=(3, 4), badge=5, mono=(1, 2)))
+            latency = _with_latency(entries)
+            rows = [(_verdict_class(entry.verdict), _test_row(entry, latency)) for entry in entries]
+            caption = "%s: every disk.%s %s" % (test, " Latency vs rule: each latency limit of a matching acceptance rule "
+                                                "beside the disk's figure (\u2264 within, > over)." if latency else "", _UNITS_NOTE)
+            parts.append(_html_table(_test_headers(latency), rows, caption=caption, numeric=(3, 4), badge=6 if latency else 5,
+                                     mono=(1, 2)))
         write('<section class="test" aria-labelledby="t-%d">%s</section>' % (number, "".join(parts)))
     if not tests:
         write('<p class="empty">No test results.</p>')

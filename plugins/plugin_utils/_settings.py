@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 PERCENT = "percent"
+FACTOR = "factor"  # a multiplier above 1, e.g. 2 (twice the peers' median)
 TEXT = "text"
 BOOLEAN = "boolean"
 
@@ -57,6 +58,9 @@ SETTINGS = (
         "The floor of the noise rule - a deviation of more than |robust_z_limit| times the measurement's noise makes "
         "a record an C(outlier) only when it is also at least this fraction below its group median (docs/report.md, "
         "Noise). From 0 to 1, 1 excluded.",)),
+    Setting("diskproof_latency_outlier_factor", "latency_outlier_factor", FACTOR, "float", _JUDGE.latency_outlier_factor, (
+        "A record judged on IOPS (the random tests) whose read or write p99 latency is more than this many times the "
+        "median p99 of its peer group is an C(outlier) (docs/report.md, Latency). A number above 1.",)),
     Setting("diskproof_regression_percent", "regression_fraction", PERCENT, "float", _JUDGE.regression_fraction, (
         "A record more than this fraction below the baseline value for the same disk (serial, else WWN) and test is "
         "C(regressed). Between 0 and 1, exclusive. Needs a baseline (O(baseline_file)).",)),
@@ -102,6 +106,16 @@ def _percent(setting: Setting, value: Any) -> float:
     return number / 100
 
 
+def _factor(setting: Setting, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not 1 < number < float("inf"):
+        raise SettingError("%s must be a number above 1, e.g. 2 (twice the peers' median), got %r" % (setting.variable, value))
+    return number
+
+
 def _boolean(setting: Setting, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -119,6 +133,8 @@ def variable_value(setting: Setting, value: Any) -> Any:
         return _percent(setting, value)
     if setting.kind == BOOLEAN:
         return _boolean(setting, value)
+    if setting.kind == FACTOR:
+        return _factor(setting, value)
     return None if value is None else str(value)
 
 
@@ -154,7 +170,7 @@ def judge_settings(values: Mapping[str, Any]) -> _aggregate.Settings:
     return _aggregate.make_settings(
         outlier_fraction=values["outlier_fraction"], peer_group=values["peer_group"], max_cv=values["max_cv"],
         regression_fraction=values["regression_fraction"], robust_z_min_deviation=values["robust_z_min_deviation"],
-        unstable_fails=values["unstable_fails"],
+        unstable_fails=values["unstable_fails"], latency_outlier_factor=values["latency_outlier_factor"],
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from . import DEFAULT_STATE_ROOT
 from .inventory import build_inventory, render_inventory
 from .journal import JOURNAL_FILE, Journal, read_journal
-from . import fob, nspawn
+from . import fob, nspawn, spikes
 from .spec import DiskSpec, HostSpec, LabSpec, format_bytes
 from .system import (CLEAN_ENV, CommandError, device_for_major_minor, iface_exists, is_alive, is_mountpoint, kill,
                      loop_backing_file, loops_backed_by, major_minor, memory_available_bytes, mounts_under,
@@ -502,6 +502,8 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
             throttled = [key_name for key_name in THROTTLE_FILES if getattr(disk, key_name)]
             if disk.fob_bytes and "write_iops" not in throttled:
                 throttled.append("write_iops")  # the watcher sets it once the disk is written: down removes it
+            if disk.latency_spike_ms:   # the spike process sets both in each spike: down removes them
+                throttled.extend(key_name for key_name in ("read_iops", "write_iops") if key_name not in throttled)
             journal.record("throttle", major_minor=device["major_minor"], image=images[(host.name, disk.index)], keys=throttled)
             for key_name in throttled:
                 if getattr(disk, key_name):
@@ -520,6 +522,8 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
             for disk in host.disks:
                 if disk.fob_bytes:
                     _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
+                if disk.latency_spike_ms:
+                    _start_spike_process(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
 
         spawned: dict[str, float] = {}
         cpu_group = _make_cpu_group(spec.name, journal)
@@ -675,19 +679,39 @@ def fob_state_file(workdir: str, host_name: str, disk_index: int) -> str:
     return os.path.join(workdir, "fob", f"{host_name}-d{disk_index}.json")
 
 
+def _start_disk_process(what: str, kind: str, script: str, state_file: str, arguments: list[str], host: HostSpec,
+                        disk: DiskSpec, state_dir: str, journal: Journal) -> None:
+    """A process of its own for one disk (fob.py's watcher, spikes.py's spikes), journaled as `kind` with its pid
+    and start time (down stops it by both); started once it has written its state file."""
+    os.makedirs(os.path.dirname(state_file), exist_ok=True)
+    log = os.path.join(state_dir, LOG_DIR, f"{host.name}-d{disk.index}.{os.path.basename(script)[:-3]}.log")
+    journal.record(kind, host=host.name, disk=disk.index)
+    pid = spawn_detached([sys.executable, script, state_file, *arguments], log)
+    journal.record(kind + "_pid", host=host.name, disk=disk.index, pid=pid, start=_process_start_time(pid))
+    if not _retry(lambda: os.path.exists(state_file), 5.0):
+        raise LabError(f"the {what} of {host.name} d{disk.index} did not start: {' '.join(_tail(log, 5))}")
+
+
 def _start_fob_watcher(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
                        journal: Journal) -> None:
-    """The fresh-SSD watcher of one disk (tools/labkit/fob.py), a process of its own in this namespace."""
-    state_file = fob_state_file(workdir_for(spec.name), host.name, disk.index)
-    os.makedirs(os.path.dirname(state_file), exist_ok=True)
-    argv = [sys.executable, fob.__file__, state_file, device["device"], device["major_minor"], str(disk.fob_bytes),
-            str(disk.write_iops or 0), str(disk.steady_write_iops), str(disk.unsteady_period_s or 0)]
-    journal.record("fob_watcher", host=host.name, disk=disk.index)
-    pid = spawn_detached(argv, os.path.join(state_dir, LOG_DIR, f"{host.name}-d{disk.index}.fob.log"))
-    journal.record("fob_watcher_pid", host=host.name, disk=disk.index, pid=pid, start=_process_start_time(pid))
-    if not _retry(lambda: os.path.exists(state_file), 5.0):
-        raise LabError(f"the fresh-SSD watcher of {host.name} d{disk.index} did not start: "
-                       f"{' '.join(_tail(os.path.join(state_dir, LOG_DIR, f'{host.name}-d{disk.index}.fob.log'), 5))}")
+    """The fresh-SSD watcher of one disk (tools/labkit/fob.py)."""
+    _start_disk_process("fresh-SSD watcher", "fob_watcher", fob.__file__,
+                        fob_state_file(workdir_for(spec.name), host.name, disk.index),
+                        [device["device"], device["major_minor"], str(disk.fob_bytes), str(disk.write_iops or 0),
+                         str(disk.steady_write_iops), str(disk.unsteady_period_s or 0)], host, disk, state_dir, journal)
+
+
+def spike_state_file(workdir: str, host_name: str, disk_index: int) -> str:
+    return os.path.join(workdir, "spikes", f"{host_name}-d{disk_index}.json")
+
+
+def _start_spike_process(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
+                         journal: Journal) -> None:
+    """The latency-spike process of one disk (tools/labkit/spikes.py, a planted fault)."""
+    _start_disk_process("latency-spike process", "spike_process", spikes.__file__,
+                        spike_state_file(workdir_for(spec.name), host.name, disk.index),
+                        [device["major_minor"], str(disk.latency_spike_ms), str(disk.latency_spike_period_s),
+                         str(disk.read_iops or 0), str(disk.write_iops or 0)], host, disk, state_dir, journal)
 
 
 def _start_systemd_host(spec: LabSpec, host: HostSpec, devices: list[dict[str, str]], state_dir: str,
@@ -876,6 +900,7 @@ def summary_lines(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state
             fresh = (f"; fresh SSD: {format_bytes(disk.fob_bytes)} at these speeds, then {disk.steady_write_iops} write IOPS"
                      + (f" alternating every {disk.unsteady_period_s} s" if disk.unsteady_period_s else "")
                      if disk.fob_bytes else "")
+            fresh += _spike_text(disk)
             lines.append(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}) {format_bytes(disk.size_bytes)} "
                          f"{disk.mode} {where}: {_speeds_text(disk.speeds)}{fresh}")
     lines.append(f"inventory: {os.path.join(state_dir, INVENTORY_FILE)}")
@@ -998,13 +1023,13 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
         if not _retry(lambda p=record["path"]: _remove_cgroup_tree(p), 5.0):
             problems.append(f"cannot remove cgroup {record['path']} (processes left in it?)")
 
-    # 2b. fresh-SSD watchers, before the throttles they change are removed.
-    watchers = [r["pid"] for r in of("fob_watcher_pid")
+    # 2b. fresh-SSD watchers and latency-spike processes, before the throttles they change are removed.
+    watchers = [r["pid"] for r in of("fob_watcher_pid") + of("spike_process_pid")
                 if is_alive(r["pid"]) and _process_start_time(r["pid"]) == r.get("start")]
     kill(watchers, signal.SIGTERM)
     kill(wait_dead(watchers, 5.0), signal.SIGKILL)
     if wait_dead(watchers, 5.0):
-        problems.append(f"fresh-SSD watcher processes still alive: {watchers}")
+        problems.append(f"fresh-SSD watcher or latency-spike processes still alive: {watchers}")
 
     # 3. throttles: only for a device that is still the loop of our own image.
     current = read_throttles()
@@ -1222,7 +1247,7 @@ def status(state_dir: str, say: Printer = _say) -> bool:
             wanted = {k: v for k, v in disk.speeds.items() if v}
             fob_text = ""
             if disk.fob_bytes:
-                phase = _fob_phase(lab["workdir"], host.name, disk.index)
+                phase = _disk_process_state(fob_state_file(lab["workdir"], host.name, disk.index))
                 if phase.get("write_iops"):
                     wanted["write_iops"] = phase["write_iops"]
                 fob_text = (f"; fresh SSD: {phase.get('phase', 'WATCHER NOT RUNNING')}, "
@@ -1231,6 +1256,13 @@ def status(state_dir: str, say: Printer = _say) -> bool:
                             + (f" alternating every {disk.unsteady_period_s} s" if disk.unsteady_period_s else ""))
                 all_ok = all_ok and bool(phase)
             actual = throttles.get(device["major_minor"], {})
+            if disk.latency_spike_ms:
+                spiked = _disk_process_state(spike_state_file(lab["workdir"], host.name, disk.index))
+                fob_text += (_spike_text(disk) + f", {spiked.get('spikes', 0)} so far" if spiked
+                             else "; latency spikes: PROCESS NOT RUNNING")
+                all_ok = all_ok and bool(spiked)
+                if actual == dict(wanted, read_iops=spikes.SPIKE_IOPS, write_iops=spikes.SPIKE_IOPS):
+                    actual = wanted   # caught during a spike: the spike's own throttle
             throttle = "throttle ok" if actual == wanted else f"THROTTLE MISMATCH (now {_speeds_text(actual)})"
             all_ok = all_ok and attached and actual == wanted
             say(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}"
@@ -1240,9 +1272,17 @@ def status(state_dir: str, say: Printer = _say) -> bool:
     return all_ok
 
 
-def _fob_phase(workdir: str, host_name: str, disk_index: int) -> dict[str, Any]:
+def _spike_text(disk: DiskSpec) -> str:
+    if not disk.latency_spike_ms:
+        return ""
+    return (f"; latency spikes (a planted fault): IOPS {spikes.SPIKE_IOPS} for {disk.latency_spike_ms} ms every "
+            f"{disk.latency_spike_period_s} s")
+
+
+def _disk_process_state(path: str) -> dict[str, Any]:
+    """What a disk's process (fob.py, spikes.py) last wrote to its state file; {} when it never did."""
     try:
-        with open(fob_state_file(workdir, host_name, disk_index), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except (OSError, ValueError):
         return {}

@@ -30,6 +30,7 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                 "size_bytes": disk.size_bytes,
                 **disk.speeds,
                 **({key: value for key, value in disk.fob.items() if value} if disk.fob_bytes else {}),
+                **({key: value for key, value in disk.spikes.items() if value} if disk.latency_spike_ms else {}),
                 "path": disk.path,
             })
         host_vars: dict[str, Any] = {"ansible_host": host.address, "diskproof_lab_init": host.init}

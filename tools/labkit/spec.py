@@ -60,9 +60,12 @@ HOST_KEYS = ("name", "memory_bytes", "init", "disks")
 # then its write IOPS throttle drops to steady_write_iops (or, with unsteady_period_s, alternates
 # between the two every that many seconds: a disk that never settles). tools/labkit/fob.py watches.
 FOB_KEYS = ("fob_bytes", "steady_write_iops", "unsteady_period_s")
+# A planted fault, latency spikes: every latency_spike_period_s seconds the disk's read and write IOPS throttles drop to 1
+# for latency_spike_ms milliseconds (a fail-slow drive's tail). tools/labkit/spikes.py makes them.
+SPIKE_KEYS = ("latency_spike_ms", "latency_spike_period_s")
 # sparse: true keeps the image sparse (no memory taken up front); buffered writes to never-written parts of it then
 # cost the machine extra CPU (docs/lab.md, "Buffered writes"), so the lab's accuracy holds only for allocated disks.
-DISK_KEYS = ("size", "mode", "sparse") + SPEED_KEYS + FOB_KEYS
+DISK_KEYS = ("size", "mode", "sparse") + SPEED_KEYS + FOB_KEYS + SPIKE_KEYS
 PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 # Inside each host, filesystem disk N is mounted here.
 DISK_MOUNT_ROOT = "/srv/diskproof"
@@ -88,6 +91,8 @@ class DiskSpec:
     fob_bytes: int | None = None
     steady_write_iops: int | None = None
     unsteady_period_s: int | None = None
+    latency_spike_ms: int | None = None
+    latency_spike_period_s: int | None = None
     sparse: bool = False
 
     @property
@@ -103,6 +108,11 @@ class DiskSpec:
     def fob(self) -> dict[str, int | None]:
         """The fresh-SSD keys (all None for an ordinary disk)."""
         return {key: getattr(self, key) for key in FOB_KEYS}
+
+    @property
+    def spikes(self) -> dict[str, int | None]:
+        """The latency-spike keys (all None for a disk without the fault)."""
+        return {key: getattr(self, key) for key in SPIKE_KEYS}
 
 
 @dataclass(frozen=True)
@@ -150,7 +160,7 @@ class LabSpec:
                     "netns": h.netns, "veth": h.veth, "init": h.init,
                     "disks": [
                         {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, "sparse": d.sparse, **d.speeds,
-                         **d.fob}
+                         **d.fob, **d.spikes}
                         for d in h.disks
                     ],
                 }
@@ -361,9 +371,19 @@ def _disk(data: Any, index: int, path: str, problems: _Problems) -> DiskSpec | N
             if "fob_bytes" not in data:
                 problems.add(_join(path, key), "needs fob_bytes (how much the disk takes at its fresh speed)")
             fob[key] = _positive_int(data[key], _join(path, key), problems)
+    spikes = {key: _positive_int(data[key], _join(path, key), problems) for key in SPIKE_KEYS if key in data}
+    for key, other in zip(SPIKE_KEYS, reversed(SPIKE_KEYS)):
+        if key in data and other not in data:
+            problems.add(_join(path, other), f"required with {key} (latency spikes: how long each, how often)")
+    if spikes.get("latency_spike_ms") and spikes.get("latency_spike_period_s") and \
+            spikes["latency_spike_ms"] >= 1000 * spikes["latency_spike_period_s"]:
+        problems.add(_join(path, "latency_spike_ms"), f"must be shorter than latency_spike_period_s "
+                     f"({spikes['latency_spike_period_s']} s), got {spikes['latency_spike_ms']} ms")
+    if spikes and "fob_bytes" in data:
+        problems.add(_join(path, "latency_spike_ms"), "cannot be combined with fob_bytes (both set the IOPS throttles)")
     if len(problems.items) > before or size is None:
         return None
-    return DiskSpec(index=index, mode=mode, size_bytes=size, sparse=sparse is True, **speeds, **fob)
+    return DiskSpec(index=index, mode=mode, size_bytes=size, sparse=sparse is True, **speeds, **fob, **spikes)
 
 
 def _disks(data: Any, path: str, problems: _Problems) -> tuple[DiskSpec, ...] | None:

@@ -16,11 +16,12 @@ the size of a number.
 
 Figures per direction: bytes/s = io_bytes / runtime (fio's ``bw_bytes`` is the same quotient
 truncated to an integer, fio 2.x ``bw`` is in KiB/s); ops/s = fio's ``iops``; latency = the
-completion latency ``clat`` (``mean``, ``min``, the 50/95/99/99.9 percentiles, ``max``, ``stddev``
+completion latency ``clat`` (``mean``, ``min``, the 50/95/99/99.9/99.99 percentiles, ``max``, ``stddev``
 as ``stdev``), falling back to the total latency ``lat`` when fio reported no completion latency:
 its ``mean`` (required), ``min``, ``max`` and ``stddev`` (each null when absent); no percentiles,
 as fio prints a ``lat`` percentile table only with ``lat_percentiles=1``, which the fallback does
-not rely on.
+not rely on. A job that called fsync/fdatasync also gets ``latency_ns.sync``: fio 3.x's ``sync.lat_ns``, the same
+figures (a commit's latency: what a database waits for).
 """
 
 from __future__ import annotations
@@ -169,6 +170,19 @@ def _fsyncs(job: Dict[str, Any], path: str) -> Optional[int]:
     return _as_int(count) or None
 
 
+def _sync_latency(job: Dict[str, Any], path: str, warnings: List[str]) -> Optional[Dict[str, Optional[float]]]:
+    """fsync/fdatasync latency, fio 3.x ``sync.lat_ns`` (with its percentile table), when fio counted syncs."""
+    sync = _mapping(job, "sync", path)
+    stats = None if sync is None else _mapping(sync, "lat_ns", path + ".sync")
+    sub = path + ".sync.lat_ns"
+    if stats is None or not _has_samples(stats, sub):
+        return None
+    latency = LatencyStats(_scaled(stats, "mean", 1, sub, True), _scaled(stats, "min", 1, sub, True),
+                           _scaled(stats, "max", 1, sub, True), _scaled(stats, "stddev", 1, sub, True),
+                           _percentiles(stats, 1, sub))
+    return pick_latency(latency, None, sub, "lat_ns", warnings)
+
+
 def _client(job: Dict[str, Any], path: str) -> Optional[str]:
     host = job.get("hostname")
     if host is None:
@@ -223,6 +237,7 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
     for direction in DIRECTIONS:
         setattr(job, direction, _direction(raw, direction, path, warnings))
     job.fsyncs = _fsyncs(raw, path)
+    job.sync_latency_ns = _sync_latency(raw, path, warnings)
     job.steadystate = _steadystate(raw, path)
     job.warnings = warnings
     return job
@@ -409,6 +424,7 @@ def _result(job: FioJob) -> Dict[str, Any]:
     if job.trim is not None:
         result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
     metrics["fsyncs_per_s"] = job.fsyncs_per_s
+    metrics["latency_ns"]["sync"] = job.sync_latency_ns
     if job.steadystate is not None:
         # Not a record field as it is: bench_run turns it into the record's steady_state (module_utils/_steady.py).
         result["steadystate"] = job.steadystate

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .records import PERCENTILE_KEYS
 from .units import ms_to_s
 
 TOOL = "fio"
 DIRECTIONS = ("read", "write", "trim")
-PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99_9", 99.9))
+PERCENTILES = tuple((name, wanted) for wanted, name in PERCENTILE_KEYS)
 MAX_NOISE_LINES = 20
 _ERR_LINE = re.compile(r"\berr=\s*(-?[0-9]+)/")
 
@@ -47,6 +48,8 @@ class FioJob:
     write: Optional[Direction] = None
     trim: Optional[Direction] = None
     fsyncs: Optional[int] = None
+    # fsync/fdatasync latency (fio's "sync"): a commit's latency, keys of pick_latency; None without syncs
+    sync_latency_ns: Optional[Dict[str, Optional[float]]] = None
     warnings: List[str] = field(default_factory=list)
     steadystate: Optional["SteadyState"] = None  # only for a job run with steadystate= (ss_dur > 0)
 

@@ -19,6 +19,8 @@ group with group_reporting), one Direction per ``read``/``write``/``trim`` line 
   ``issued`` total of the job / runtime (what fio's JSON prints), else the printed, rounded IOPS.
 - ``clat``/``lat (nsec|usec|msec): min=, max=, avg=, stdev=`` and the ``clat percentiles (unit):``
   block, in the unit of their own header; the completion/total latency rule is fio_job.pick_latency's.
+- under ``fsync/fdatasync/sync_file_range:``, ``sync (unit): min=, max=, avg=, stdev=`` and its ``sync percentiles``
+  block: the job's commit latency (``latency_ns.sync``; the terse output has none).
 
 Terse output: one line per job, ``;``-separated, its first field the terse version, which decides the
 layout (fio HOWTO.rst, "Terse output"; fio stat.c show_thread_status_terse_all()):
@@ -66,9 +68,9 @@ _DIR_NEW = re.compile(r"(read|write|trim|mixed)\s*: IOPS=([0-9.]+)([kMGTPE]?), B
 _DIR_OLD = re.compile(r"(read|write|trim|mixed)\s*: io=([0-9.]+) ?([A-Za-z]*), bw=[^,\n]*, "
                       r"iops=([0-9.]+)([KkMGTPE]?)\s*, runt=\s*([0-9]{1,20})msec")
 # fio 2.0.x wrote a blank before some commas: "min=3 , max=249858 , avg=53.47"
-_LAT = re.compile(r"(slat|clat|lat) \((nsec|usec|msec)\): min=\s*([0-9.]+)([KkMGTPE]?)\s*, "
+_LAT = re.compile(r"(slat|clat|lat|sync) \((nsec|usec|msec)\): min=\s*([0-9.]+)([KkMGTPE]?)\s*, "
                   r"max=\s*([0-9.]+)([KkMGTPE]?)\s*, avg=\s*([0-9.]+), (?:st)?dev=\s*([0-9.]+)")
-_PCT_HEAD = re.compile(r"(slat|clat|lat) percentiles \((nsec|usec|msec)\):")
+_PCT_HEAD = re.compile(r"(slat|clat|lat|sync) percentiles \((nsec|usec|msec)\):")
 # one percentile entry, tried only where a number starts (not from every digit of a long run)
 _PCT_ENTRY = re.compile(r"(?<![0-9.])([0-9]{1,3}(?:\.[0-9]{1,8})?)th=\[\s*([0-9]{1,20})\]")
 _ISSUED = re.compile(r"issued[ a-z]*: total=(?:r=)?([0-9]{1,20})[,/](?:w=)?([0-9]{1,20})"
@@ -118,6 +120,7 @@ class _JobBlock:
     groupid: int
     error_code: int
     sections: List[_Section] = field(default_factory=list)
+    sync: Optional[_Section] = None  # the 'fsync/fdatasync/sync_file_range:' lines: the sync latency
     issued: Optional[Tuple[int, ...]] = None
 
 
@@ -278,7 +281,8 @@ def _read_lines(text: str) -> _Normal:
             block.issued = _issued(found)
             continue
         if line.startswith("fsync/fdatasync"):
-            section = None  # the sync latency lines below it belong to no direction
+            # The sync latency lines below it belong to no direction: the job's commit latency.
+            section = block.sync = _Section("sync", lineno, 0, 0, 0.0, None, False)
             continue
         if section is None:
             continue
@@ -287,10 +291,10 @@ def _read_lines(text: str) -> _Normal:
             section.stats.setdefault(found.group(1), _latency_line(found, section.legacy, line, lineno))
             continue
         found = _PCT_HEAD.match(line)
-        if found is not None and found.group(1) == "clat" and "clat" in section.stats:
+        kind = "sync" if section is block.sync else "clat"
+        if found is not None and found.group(1) == kind and kind in section.stats:
             unit = found.group(2)
-            percentiles = (section.stats["clat"], ns_per("ns" if unit == "nsec" else unit[0] + "s", TOOL, line,
-                                                         lineno))
+            percentiles = (section.stats[kind], ns_per("ns" if unit == "nsec" else unit[0] + "s", TOOL, line, lineno))
     return read
 
 
@@ -341,6 +345,9 @@ def _normal_jobs(read: _Normal, err_lines: Dict[str, str], noise: List[str]) -> 
             index = DIRECTIONS.index(section.name)
             if getattr(job, section.name) is None:
                 setattr(job, section.name, _section_direction(block, section, index, warnings))
+        if block.sync is not None and "sync" in block.sync.stats:
+            job.sync_latency_ns = pick_latency(block.sync.stats["sync"], None, "job '%s' sync (line %d)" % (
+                block.name, block.sync.lineno), "sync", warnings)
         job.warnings = warnings
         jobs.append(job)
     return jobs

@@ -34,7 +34,7 @@ def empty_metrics() -> Dict[str, Any]:
         "read_iops": None,
         "write_iops": None,
         "fsyncs_per_s": None,
-        "latency_ns": {"read": None, "write": None},
+        "latency_ns": {"read": None, "write": None, "sync": None},
     }
 
 
@@ -52,8 +52,10 @@ def partial_result(tool: str, version: Optional[str], job: Dict[str, Any]) -> Di
     }
 
 
-LATENCY_KEYS = ("mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev")
-PERCENTILE_KEYS = ((50.0, "p50"), (95.0, "p95"), (99.0, "p99"), (99.9, "p99_9"))
+LATENCY_KEYS = ("mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev")
+# The percentiles a record keeps (a tool's own table may hold more): the tail up to 99.99, which fio's default
+# percentile_list ends on, so a latency rule (docs/report.md) can name it.
+PERCENTILE_KEYS = ((50.0, "p50"), (95.0, "p95"), (99.0, "p99"), (99.9, "p99_9"), (99.99, "p99_99"))
 
 
 def latency_ns(**figures: Optional[float]) -> Dict[str, Optional[float]]:

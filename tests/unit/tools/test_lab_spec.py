@@ -142,6 +142,19 @@ def test_fresh_ssd_keys() -> None:
     assert "fob_bytes" not in truth[2]
 
 
+def test_latency_spike_keys() -> None:
+    lab = validate_spec(spec_with(hosts=[{"name": "n01", "disks": [
+        dict(DISK, latency_spike_ms=200, latency_spike_period_s=2), dict(DISK)]}]))
+    spiky, plain = lab.hosts[0].disks
+    assert spiky.spikes == {"latency_spike_ms": 200, "latency_spike_period_s": 2}
+    assert plain.spikes == {"latency_spike_ms": None, "latency_spike_period_s": None}
+    assert type(lab).from_dict(lab.to_dict()) == lab
+    devices = {"n01": [{"device": "loop%d" % i, "major_minor": "7:%d" % i} for i in range(2)]}
+    truth = build_inventory(lab, devices, "/k")["all"]["children"]["lab"]["hosts"]["n01"]["diskproof_lab_disks"]
+    assert (truth[0]["latency_spike_ms"], truth[0]["latency_spike_period_s"]) == (200, 2)
+    assert "latency_spike_ms" not in truth[1]
+
+
 def test_sparse_disks_are_named_and_default_to_allocated() -> None:
     lab = validate_spec(spec_with(hosts=[{"name": "n01", "disks": [dict(DISK), dict(DISK, sparse=True)]}]))
     allocated, sparse = lab.hosts[0].disks
@@ -192,6 +205,17 @@ BAD_SPECS = [
          "hosts[0].disks[2].unsteady_period_s: needs fob_bytes (how much the disk takes at its fresh speed)"],
         id="fresh-ssd"),
     pytest.param(
+        spec_with(hosts=[{"name": "n01", "disks": [dict(DISK, latency_spike_ms=200),
+                                                   dict(DISK, latency_spike_ms=2000, latency_spike_period_s=2),
+                                                   dict(DISK, latency_spike_ms=0, latency_spike_period_s=2),
+                                                   dict(DISK, fob_bytes="64MiB", steady_write_iops=100,
+                                                        latency_spike_ms=200, latency_spike_period_s=2)]}]),
+        ["hosts[0].disks[0].latency_spike_period_s: required with latency_spike_ms (latency spikes: how long each, how often)",
+         "hosts[0].disks[1].latency_spike_ms: must be shorter than latency_spike_period_s (2 s), got 2000 ms",
+         "hosts[0].disks[2].latency_spike_ms: must be a positive integer, got 0",
+         "hosts[0].disks[3].latency_spike_ms: cannot be combined with fob_bytes (both set the IOPS throttles)"],
+        id="latency-spikes"),
+    pytest.param(
         spec_with(defaults={"init": "upstart", "disks": [dict(DISK)]},
                   hosts=[{"name": "n01", "init": "Systemd"}, {"name": "n02", "init": ["systemd"]}, {"name": "n03"}]),
         ['defaults.init: must be one of sysv, systemd, got "upstart"',
@@ -216,8 +240,8 @@ BAD_SPECS = [
         ["color: unknown key (allowed: buffered_writes, defaults, hosts, name, subnet)",
          "defaults.disk: unknown key (allowed: disks, init, memory_bytes)",
          "hosts[0].cpus: unknown key (allowed: disks, init, memory_bytes, name)",
-         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, mode, read_bytes_per_s, read_iops, size, sparse, "
-         "steady_write_iops, unsteady_period_s, write_bytes_per_s, write_iops)"],
+         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, latency_spike_ms, latency_spike_period_s, mode, "
+         "read_bytes_per_s, read_iops, size, sparse, steady_write_iops, unsteady_period_s, write_bytes_per_s, write_iops)"],
         id="unknown-keys-at-every-level"),
     pytest.param(
         spec_with(hosts=[{"name": "n01"}, {"name": "n02"}, {"name": "n01"}, {"name": "n02"}]),

@@ -43,7 +43,7 @@ def make_record(test, path, device, *, tool, block_size, seconds, bytes_moved, r
             "read_iops": read_iops,
             "write_iops": write_iops,
             "fsyncs_per_s": None,
-            "latency_ns": {"read": None, "write": None},
+            "latency_ns": {"read": None, "write": None, "sync": None},
         },
         "bytes": bytes_moved,
         "seconds": seconds,

@@ -37,7 +37,7 @@ def _record(path, device, serial, model, rate, seconds=12.5, error=None):
         "target": {"path": path, "device": device, "model": model, "firmware": "F1", "size_bytes": 4000787030016,
                    "rotational": False, "transport": "sata", "serial": serial, "wwn": None},
         "metrics": {"read_bytes_per_s": None, "write_bytes_per_s": rate, "read_iops": None, "write_iops": None,
-                    "fsyncs_per_s": None, "latency_ns": {"read": None, "write": None}},
+                    "fsyncs_per_s": None, "latency_ns": {"read": None, "write": None, "sync": None}},
         "params": {"block_size": 1048576}, "device_io": None, "error": error,
     }
 

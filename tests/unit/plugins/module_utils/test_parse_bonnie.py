@@ -206,14 +206,15 @@ def test_record_maps_block_output_input_and_seeks():
         "write_iops": None,
         "fsyncs_per_s": None,
         "latency_ns": {
-            "read": {"mean": None, "min": None, "p50": None, "p95": None, "p99": None, "p99_9": None, "max": 468e6,
+            "read": {"mean": None, "min": None, "p50": None, "p95": None, "p99": None, "p99_9": None, "p99_99": None, "max": 468e6,
                      "stdev": None},
-            "write": {"mean": None, "min": None, "p50": None, "p95": None, "p99": None, "p99_9": None,
+            "write": {"mean": None, "min": None, "p50": None, "p95": None, "p99": None, "p99_9": None, "p99_99": None,
                       "max": 13696e3, "stdev": None},
+            "sync": None,
         },
     }
-    for latency in record["metrics"]["latency_ns"].values():
-        assert list(latency) == ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
+    for direction in ("read", "write"):
+        assert list(record["metrics"]["latency_ns"][direction]) == ["mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev"]
     assert (record["bytes"], record["seconds"], record["error"]) == (None, None, None)
 
 

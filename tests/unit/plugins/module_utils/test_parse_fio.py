@@ -18,77 +18,77 @@ def fixture(name):
         return handle.read()
 
 
-LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
+LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev"]
 
 
-def lat(mean, minimum, p50, p95, p99, p99_9, maximum, stdev):
-    return {"mean": mean, "min": minimum, "p50": p50, "p95": p95, "p99": p99, "p99_9": p99_9, "max": maximum,
-            "stdev": stdev}
+def lat(mean, minimum, p50, p95, p99, p99_9, p99_99, maximum, stdev):
+    return {"mean": mean, "min": minimum, "p50": p50, "p95": p95, "p99": p99, "p99_9": p99_9, "p99_99": p99_99,
+            "max": maximum, "stdev": stdev}
 
 
 # direction: (io_bytes, runtime ms, bytes/s by hand = io_bytes * 1000 / runtime, iops, clat ns: mean, min,
-# percentiles 50/95/99/99.9, max, stddev as read from the fixture's clat_ns, or clat x 1000 for fio 2.x)
+# percentiles 50/95/99/99.9/99.99, max, stddev as read from the fixture's clat_ns, or clat x 1000 for fio 2.x)
 CASES = [
     ("fio333-randread-4k-qd32.json", [
         ("randread-4k-qd32", 0, None, {
             "read": (4227072, 5102, 828512.7401019208, 202.273618,
-                     lat(158061910.450582, 195794, 200278016, 200278016, 299892736, 299892736, 300069855,
+                     lat(158061910.450582, 195794, 200278016, 200278016, 299892736, 299892736, 299892736, 300069855,
                          55086192.284135))}),
     ]),
     ("fio333-seqwrite-1m.json", [
         ("seqwrite-1m", 0, None, {
             "write": (265289728, 5007, 52983768.32434592, 50.529259,
-                      lat(79103157.296443, 254548, 100139008, 100139008, 122159104, 122159104, 121664268,
+                      lat(79103157.296443, 254548, 100139008, 100139008, 122159104, 122159104, 122159104, 121664268,
                           40539396.008264))}),
     ]),
     ("fio333-randrw-70-30.json", [
         ("randrw-70-30", 0, None, {
             "read": (4161536, 5004, 831641.8864908074, 203.03757,
-                     lat(78753705.971457, 47221, 100139008, 100139008, 104333312, 104333312, 103986028,
+                     lat(78753705.971457, 47221, 100139008, 100139008, 104333312, 104333312, 104333312, 103986028,
                          40901658.074078)),
             "write": (1806336, 5004, 360978.417266187, 88.129496,
-                      lat(72335.675737, 461, 63744, 152576, 171008, 189440, 189955, 49164.3327))}),
+                      lat(72335.675737, 461, 63744, 152576, 171008, 189440, 189440, 189955, 49164.3327))}),
     ]),
     ("fio333-numjobs2.json", [
         ("randread-nj2", 0, None, {
             "read": (1671168, 4002, 417583.2083958021, 101.949025,
-                     lat(78456872.210784, 18348, 100139008, 100139008, 101187584, 101187584, 101598610,
+                     lat(78456872.210784, 18348, 100139008, 100139008, 101187584, 101187584, 101187584, 101598610,
                          41171602.852405))}),
         ("randread-nj2", 0, None, {
             "read": (1671168, 4002, 417583.2083958021, 101.949025,
-                     lat(78453840.031863, 18358, 100139008, 100139008, 101187584, 101187584, 101426295,
+                     lat(78453840.031863, 18358, 100139008, 100139008, 101187584, 101187584, 101187584, 101426295,
                          41167164.646918))}),
     ]),
     ("fio333-numjobs2-group-reporting.json", [
         ("randread-nj2", 0, None, {
             "read": (3342336, 4003, 834957.7816637522, 203.847115,
-                     lat(78471443.041667, 18989, 100139008, 100139008, 102236160, 102236160, 102349476,
+                     lat(78471443.041667, 18989, 100139008, 100139008, 102236160, 102236160, 102236160, 102349476,
                          41145431.813928))}),
     ]),
     ("fio333-jsonplus-randwrite.json", [
         ("randwrite-jsonplus", 0, None, {
             "write": (3309568, 4002, 826978.5107446277, 201.89905,
-                      lat(39611455.57797, 19409, 104960, 100139008, 104333312, 105381888, 105366612,
+                      lat(39611455.57797, 19409, 104960, 100139008, 104333312, 105381888, 105381888, 105366612,
                           48866330.612822))}),
     ]),
     ("fio333-write-fdatasync.json", [
         ("commit-4k-fdatasync", 0, None, {
             "write": (819200, 4005, 204544.31960049938, 49.937578,
-                      lat(6837.855, 2404, 4192, 16768, 41728, 54016, 54211, 7126.545408))}),
+                      lat(6837.855, 2404, 4192, 16768, 41728, 54016, 54016, 54211, 7126.545408))}),
     ]),
     ("fio333-client-two-servers.json", [
         ("seqread-client", 0, "127.0.0.1:8766", {
             "read": (111149056, 3088, 35993865.28497409, 34.326425,
-                     lat(29116494.924528, 102484, 1302528, 100139008, 115867648, 164626432, 164653762,
+                     lat(29116494.924528, 102484, 1302528, 100139008, 115867648, 164626432, 164626432, 164653762,
                          44065896.08797))}),
         ("seqread-client", 0, "127.0.0.1:8765", {
             "read": (115343360, 3097, 37243577.65579593, 35.518243,
-                     lat(28143575.8, 99769, 142336, 100139008, 104333312, 107479040, 107516486, 44939563.344609))}),
+                     lat(28143575.8, 99769, 142336, 100139008, 104333312, 107479040, 107479040, 107516486, 44939563.344609))}),
     ]),
     ("fio333-warning-before-json.txt", [
         ("seqread-time-based", 0, None, {
             "read": (67108864, 1225, 54782746.12244898, 52.244898,
-                     lat(19124374.25, 102453, 158720, 99090432, 125304832, 125304832, 125343695, 39863420.713623))}),
+                     lat(19124374.25, 102453, 158720, 99090432, 125304832, 125304832, 125304832, 125343695, 39863420.713623))}),
     ]),
     ("fio333-error-misaligned-merged.txt", [("write-misaligned", 22, None, {})]),
     ("fio333-error-misaligned-stdout-stderr.txt", [("write-misaligned", 22, None, {})]),
@@ -96,7 +96,7 @@ CASES = [
     ("public-fio218-randread-mdraid.json", [
         ("random-io", 0, None, {
             "read": (17989632, 60013, 299762.25151217234, 73.184143,
-                     lat(13636394.809, 2761000, 13504000, 20608000, 22912000, 24960000, 26160000, 3949424.092))}),
+                     lat(13636394.809, 2761000, 13504000, 20608000, 22912000, 24960000, 26240000, 26160000, 3949424.092))}),
     ]),
 ]
 
@@ -136,6 +136,26 @@ def test_fsyncs_per_second_from_the_sync_section():
     assert job.fsyncs_per_s == pytest.approx(200 / 4.005, rel=1e-12)
     (no_sync,) = fio.parse(fixture("fio333-seqwrite-1m.json"))
     assert no_sync.fsyncs_per_s is None
+    assert no_sync.sync_latency_ns is None
+
+
+def test_sync_latency_is_the_commit_latency_of_the_sync_section():
+    # the fixture's sync.lat_ns: min 65258, max 103290029, mean 20013567.32, stddev 39853801.112145,
+    # percentiles 50 140288, 95 99090432, 99 100139008, 99.9 103284736, 99.99 103284736 (ns)
+    _tool, (result,) = parse_output(fixture("fio333-write-fdatasync.json"))
+    assert result["metrics"]["latency_ns"]["sync"] == {
+        "mean": 20013567.32, "min": 65258, "p50": 140288, "p95": 99090432, "p99": 100139008, "p99_9": 103284736,
+        "p99_99": 103284736, "max": 103290029, "stdev": 39853801.112145}
+    assert list(result["metrics"]["latency_ns"]["sync"]) == LATENCY_KEYS
+    _tool, (plain,) = parse_output(fixture("fio333-seqwrite-1m.json"))
+    assert plain["metrics"]["latency_ns"]["sync"] is None
+
+
+def test_sync_latency_without_samples_is_none():
+    doc = json.loads(fixture("fio333-write-fdatasync.json"))
+    doc["jobs"][0]["sync"]["lat_ns"]["N"] = 0
+    (job,) = fio.parse(json.dumps(doc))
+    assert job.sync_latency_ns is None
 
 
 def test_all_clients_aggregate_is_skipped():
@@ -181,11 +201,11 @@ def test_mixed_job_fills_both_directions_in_the_record():
     assert metrics["write_bytes_per_s"] == pytest.approx(360978.417266187, rel=1e-12)
     assert (metrics["read_iops"], metrics["write_iops"]) == (203.03757, 88.129496)
     assert metrics["latency_ns"]["write"] == {
-        "mean": 72335.675737, "min": 461, "p50": 63744, "p95": 152576, "p99": 171008, "p99_9": 189440, "max": 189955,
-        "stdev": 49164.3327}
+        "mean": 72335.675737, "min": 461, "p50": 63744, "p95": 152576, "p99": 171008, "p99_9": 189440,
+        "p99_99": 189440, "max": 189955, "stdev": 49164.3327}
     assert metrics["latency_ns"]["read"] == {
         "mean": 78753705.971457, "min": 47221, "p50": 100139008, "p95": 100139008, "p99": 104333312,
-        "p99_9": 104333312, "max": 103986028, "stdev": 40901658.074078}
+        "p99_9": 104333312, "p99_99": 104333312, "max": 103986028, "stdev": 40901658.074078}
     assert list(metrics["latency_ns"]["read"]) == LATENCY_KEYS
     assert (result["bytes"], result["seconds"], result["tool_version"]) == (5967872, 5.004, "3.33")
     assert result["job"] == {"name": "randrw-70-30", "index": 0, "groupid": 0, "client": None}
@@ -278,7 +298,7 @@ def test_missing_completion_latency_falls_back_to_total_latency_mean():
     (job,) = fio.parse(json.dumps(doc))
     # lat_ns of the fixture: min 335808, max 121703506, mean 79153872.667984, stddev 40527126.642415
     assert job.write.latency_ns == {"mean": 79153872.667984, "min": 335808, "p50": None, "p95": None, "p99": None,
-                                    "p99_9": None, "max": 121703506, "stdev": 40527126.642415}
+                                    "p99_9": None, "p99_99": None, "max": 121703506, "stdev": 40527126.642415}
     assert list(job.write.latency_ns) == LATENCY_KEYS
     assert "no completion latency (clat)" in job.warnings[-1]
 
@@ -289,7 +309,7 @@ def test_total_latency_fallback_leaves_out_what_fio_did_not_print():
     del write["clat_ns"], write["lat_ns"]["min"], write["lat_ns"]["stddev"]
     (job,) = fio.parse(json.dumps(doc))
     assert job.write.latency_ns == {"mean": 79153872.667984, "min": None, "p50": None, "p95": None, "p99": None,
-                                    "p99_9": None, "max": 121703506, "stdev": None}
+                                    "p99_9": None, "p99_99": None, "max": 121703506, "stdev": None}
 
 
 def test_fio2_total_latency_fallback_is_scaled_from_microseconds():
@@ -299,7 +319,7 @@ def test_fio2_total_latency_fallback_is_scaled_from_microseconds():
     # "lat" of the fixture in us: min 2776, max 26177, mean 13652.220173, stddev 3949.489055
     latency = job.read.latency_ns
     assert list(latency) == LATENCY_KEYS
-    assert (latency["p50"], latency["p95"], latency["p99"], latency["p99_9"]) == (None, None, None, None)
+    assert (latency["p50"], latency["p95"], latency["p99"], latency["p99_9"], latency["p99_99"]) == (None,) * 5
     assert (latency["mean"], latency["min"], latency["max"], latency["stdev"]) == pytest.approx(
         (13652220.173, 2776000, 26177000, 3949489.055), rel=1e-12)
     assert "no completion latency (clat)" in job.warnings[-1]

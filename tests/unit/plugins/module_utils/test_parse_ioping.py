@@ -16,7 +16,7 @@ GIB = 2 ** 30
 US = 1e3  # ns per us
 MS = 1e6
 S = 1e9
-LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
+LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev"]
 
 
 def fixture(name):
@@ -137,14 +137,14 @@ def test_record_latency_of_every_fixture(name, expected):
     for result, want in zip(results, expected):
         latency_ns = result["metrics"]["latency_ns"]
         if want["direction"] not in ("read", "write") or want["latency"] == NONE:
-            assert latency_ns == {"read": None, "write": None}
+            assert latency_ns == {"read": None, "write": None, "sync": None}
             continue
         low, avg, high, mdev = want["latency"]
         other = "write" if want["direction"] == "read" else "read"
         assert latency_ns[other] is None
         assert list(latency_ns[want["direction"]]) == LATENCY_KEYS
         assert latency_ns[want["direction"]] == {
-            "mean": approx(avg), "min": approx(low), "p50": None, "p95": None, "p99": None, "p99_9": None,
+            "mean": approx(avg), "min": approx(low), "p50": None, "p95": None, "p99": None, "p99_9": None, "p99_99": None,
             "max": approx(high), "stdev": approx(mdev)}
 
 
@@ -272,8 +272,8 @@ def test_record_of_a_read_summary():
         "write_iops": None,
         "fsyncs_per_s": None,
         "latency_ns": {"read": {"mean": pytest.approx(109.7e3), "min": pytest.approx(29.4e3), "p50": None,
-                                "p95": None, "p99": None, "p99_9": None, "max": pytest.approx(143.9e3),
-                                "stdev": pytest.approx(37.9e3)}, "write": None},
+                                "p95": None, "p99": None, "p99_9": None, "p99_99": None, "max": pytest.approx(143.9e3),
+                                "stdev": pytest.approx(37.9e3)}, "write": None, "sync": None},
     }
     assert list(record["metrics"]["latency_ns"]["read"]) == LATENCY_KEYS
     assert (record["bytes"], record["seconds"], record["tool_version"]) == (36864, 987.0e-6, None)
@@ -286,10 +286,10 @@ def test_record_of_a_write_and_of_ping_pong():
     # min/avg/max/mdev = 134.0 us / 411.8 us / 1.94 ms / 540.9 us
     assert result["metrics"]["latency_ns"] == {"read": None, "write": {
         "mean": pytest.approx(411.8e3), "min": pytest.approx(134.0e3), "p50": None, "p95": None, "p99": None,
-        "p99_9": None, "max": pytest.approx(1.94e6), "stdev": pytest.approx(540.9e3)}}
+        "p99_9": None, "p99_99": None, "max": pytest.approx(1.94e6), "stdev": pytest.approx(540.9e3)}, "sync": None}
     _tool, (mixed,) = parse_output(fixture("ioping13-pingpong.txt"), "ioping")
     assert mixed["metrics"]["read_iops"] is mixed["metrics"]["write_iops"] is None
-    assert mixed["metrics"]["latency_ns"] == {"read": None, "write": None}
+    assert mixed["metrics"]["latency_ns"] == {"read": None, "write": None, "sync": None}
     assert mixed["warnings"][-1] == "ioping alternated reads and writes (-G): figures not attributed to a direction"
 
 

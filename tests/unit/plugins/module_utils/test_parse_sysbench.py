@@ -13,7 +13,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures",
 KIB = 1024
 MIB = 1024 * 1024
 TIB = 1024 ** 4
-LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
+LATENCY_KEYS = ["mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev"]
 
 
 def fixture(name):
@@ -231,7 +231,7 @@ def test_zero_run_0_4_keeps_zero_figures_and_refuses_the_uninitialised_minimum()
     assert (found.latency.min, found.latency.avg, found.latency.max, found.latency.percentile) == (None, 0.0, 0.0, None)
     assert not found.completed_requests
     _tool, (result,) = parse_output(text, "sysbench")
-    assert result["metrics"]["latency_ns"] == {"read": None, "write": None}
+    assert result["metrics"]["latency_ns"] == {"read": None, "write": None, "sync": None}
     assert result["error"].startswith("FATAL: Failed to read file!")
 
 
@@ -251,8 +251,8 @@ def test_record_of_a_read_test_fills_only_the_read_direction():
         "write_iops": None,
         "fsyncs_per_s": None,
         "latency_ns": {"read": {"mean": pytest.approx(3.33e6), "min": pytest.approx(0.01e6), "p50": None,
-                                "p95": pytest.approx(0.10e6), "p99": None, "p99_9": None,
-                                "max": pytest.approx(99.88e6), "stdev": None}, "write": None},
+                                "p95": pytest.approx(0.10e6), "p99": None, "p99_9": None, "p99_99": None,
+                                "max": pytest.approx(99.88e6), "stdev": None}, "write": None, "sync": None},
     }
     assert list(record["metrics"]["latency_ns"]["read"]) == LATENCY_KEYS
     assert (record["bytes"], record["seconds"], record["error"]) == (None, 5.0008, None)
@@ -266,36 +266,38 @@ def test_record_of_a_write_test_with_fsync():
     assert (metrics["write_iops"], metrics["fsyncs_per_s"]) == (108.17, 173.56)
     assert metrics["latency_ns"]["write"] == {
         "mean": pytest.approx(3.60e6), "min": 0.0, "p50": None, "p95": pytest.approx(0.10e6), "p99": None,
-        "p99_9": None, "max": pytest.approx(101.14e6), "stdev": None}
+        "p99_9": None, "p99_99": None, "max": pytest.approx(101.14e6), "stdev": None}
 
 
 def test_record_of_a_mixed_test_keeps_latency_out_of_the_directions_with_a_warning():
     _tool, (result,) = parse_output(fixture("sysbench1020-rndrw-2threads-p99.txt"), "sysbench")
     metrics = result["metrics"]
     assert (metrics["read_iops"], metrics["write_iops"], metrics["fsyncs_per_s"]) == (296.05, 197.61, 85.77)
-    assert metrics["latency_ns"] == {"read": None, "write": None}
+    assert metrics["latency_ns"] == {"read": None, "write": None, "sync": None}
     assert "not attributed to a direction" in result["warnings"][-1]
 
 
 def test_a_95th_percentile_run_fills_p95_and_a_99th_percentile_run_p99():
     _tool, (result,) = parse_output(fixture("sysbench1020-seqrd-direct-1m.txt"), "sysbench")
     read = result["metrics"]["latency_ns"]["read"]
-    assert (read["p50"], read["p95"], read["p99"], read["p99_9"]) == (None, pytest.approx(99.33e6), None, None)
+    assert (read["p50"], read["p95"], read["p99"], read["p99_9"], read["p99_99"]) == (
+        None, pytest.approx(99.33e6), None, None, None)
     text = fixture("sysbench1020-rndrw-2threads-p99.txt").replace("random r/w", "random read")
     _tool, (result,) = parse_output(text, "sysbench")
     read = result["metrics"]["latency_ns"]["read"]
-    assert (read["p50"], read["p95"], read["p99"], read["p99_9"]) == (None, None, pytest.approx(99.33e6), None)
+    assert (read["p50"], read["p95"], read["p99"], read["p99_9"], read["p99_99"]) == (
+        None, None, pytest.approx(99.33e6), None, None)
     assert (read["min"], read["mean"], read["max"], read["stdev"]) == (
         pytest.approx(0.01e6), pytest.approx(3.41e6), pytest.approx(102.99e6), None)
 
 
 @pytest.mark.parametrize(("rank", "key"), [("50", "p50"), ("95", "p95"), ("99", "p99"), ("99.9", "p99_9"),
-                                           ("90", None)])
+                                           ("99.99", "p99_99"), ("90", None)])
 def test_the_percentile_goes_to_the_key_of_its_rank(rank, key):
     text = fixture("sysbench1020-rndrd-direct-16k.txt").replace("95th percentile:", "%sth percentile:" % rank)
     _tool, (result,) = parse_output(text, "sysbench")
     read = result["metrics"]["latency_ns"]["read"]
-    expected = {name: None for name in ("p50", "p95", "p99", "p99_9")}
+    expected = {name: None for name in ("p50", "p95", "p99", "p99_9", "p99_99")}
     if key is not None:
         expected[key] = pytest.approx(0.10e6)
     assert {name: read[name] for name in expected} == expected
@@ -314,7 +316,7 @@ def test_record_latency_of_every_fixture(name, expected):
             assert found == []  # no latency, or one for reads and writes together: not attributed
             continue
         low, avg, high, pct, rank = want["latency"]
-        figures = {"mean": ms(avg), "min": ms(low), "p50": None, "p95": None, "p99": None, "p99_9": None,
+        figures = {"mean": ms(avg), "min": ms(low), "p50": None, "p95": None, "p99": None, "p99_9": None, "p99_99": None,
                    "max": ms(high), "stdev": None}
         figures[{95: "p95", 99: "p99"}[rank]] = ms(pct)
         (latency,) = found

@@ -59,7 +59,7 @@ def test_parse_only_dd_src_gives_a_schema_1_record(capsys):
             "read_iops": None,
             "write_iops": None,
             "fsyncs_per_s": None,
-            "latency_ns": {"read": None, "write": None},
+            "latency_ns": {"read": None, "write": None, "sync": None},
             "transfer_bytes_per_s": pytest.approx(134217728 / 2.73932, rel=1e-12),  # dd: kept whatever the direction
         },
         "bytes": 134217728,
@@ -84,14 +84,14 @@ def test_parse_only_fio_content_one_record_per_job(capsys):
     assert (first["tool"], first["tool_version"], first["test"]) == ("fio", "3.33", "fio_rand_read")
     assert [first["job"]["index"], second["job"]["index"]] == [0, 1]
     assert first["metrics"]["read_iops"] == 101.949025
-    # clat_ns of the two jobs in the fixture: mean, min, percentiles 50/95/99/99.9, max, stddev
+    # clat_ns of the two jobs in the fixture: mean, min, percentiles 50/95/99/99.9/99.99, max, stddev
     assert first["metrics"]["latency_ns"] == {"write": None, "read": {
         "mean": 78456872.210784, "min": 18348, "p50": 100139008, "p95": 100139008, "p99": 101187584,
-        "p99_9": 101187584, "max": 101598610, "stdev": 41171602.852405}}
+        "p99_9": 101187584, "p99_99": 101187584, "max": 101598610, "stdev": 41171602.852405}, "sync": None}
     assert second["metrics"]["latency_ns"] == {"write": None, "read": {
         "mean": 78453840.031863, "min": 18358, "p50": 100139008, "p95": 100139008, "p99": 101187584,
-        "p99_9": 101187584, "max": 101426295, "stdev": 41167164.646918}}
-    assert list(first["metrics"]["latency_ns"]["read"]) == ["mean", "min", "p50", "p95", "p99", "p99_9", "max", "stdev"]
+        "p99_9": 101187584, "p99_99": 101187584, "max": 101426295, "stdev": 41167164.646918}, "sync": None}
+    assert list(first["metrics"]["latency_ns"]["read"]) == ["mean", "min", "p50", "p95", "p99", "p99_9", "p99_99", "max", "stdev"]
     assert first["raw_sha256"] == hashlib.sha256(content.encode("utf-8")).hexdigest()
     assert first["target"] == {"device": None}
 

@@ -35,7 +35,7 @@ def record(test="dd_seq_write", path="/srv/d0", device="sdb", block_size=MIB, er
             "read_iops": metrics.get("read_iops"),
             "write_iops": metrics.get("write_iops"),
             "fsyncs_per_s": None,
-            "latency_ns": {"read": None, "write": None},
+            "latency_ns": {"read": None, "write": None, "sync": None},
         },
         "error": error,
     }
@@ -491,10 +491,14 @@ def test_validate_rules_normalizes():
     ("typo in a match key", {"rules": [{"match": {"modle": "X*"}, "min_read_iops": 1}]},
      ["rules[0].match.modle: unknown key (allowed: class, firmware, host, model, rotational, serial, test, transport, wwn)"]),
     ("typo in a limit", {"rules": [{"min_write_mbps": 150}]}, [
-        "rules[0].min_write_mbps: unknown key (allowed: datasheet, match, max_read_p99_ms, max_write_p99_ms, min_fsyncs_per_s, min_read_iops, "
+        "rules[0].min_write_mbps: unknown key (allowed: datasheet, match, max_read_max_ms, max_read_p99_99_ms, max_read_p99_9_ms, "
+        "max_read_p99_ms, max_sync_max_ms, max_sync_p99_99_ms, max_sync_p99_9_ms, max_sync_p99_ms, max_write_max_ms, "
+        "max_write_p99_99_ms, max_write_p99_9_ms, max_write_p99_ms, min_fsyncs_per_s, min_read_iops, "
         "min_read_mb_per_s, min_write_iops, min_write_mb_per_s, name)",
         "rules[0]: states no limit (one of min_read_mb_per_s, min_write_mb_per_s, min_read_iops, min_write_iops, min_fsyncs_per_s, "
-        "max_read_p99_ms, max_write_p99_ms, or datasheet)"]),
+        "max_read_p99_ms, max_read_p99_9_ms, max_read_p99_99_ms, max_read_max_ms, max_write_p99_ms, max_write_p99_9_ms, "
+        "max_write_p99_99_ms, max_write_max_ms, max_sync_p99_ms, max_sync_p99_9_ms, max_sync_p99_99_ms, max_sync_max_ms, "
+        "or datasheet)"]),
     ("limit not a number", {"rules": [{"min_write_mb_per_s": "150"}]}, ["rules[0].min_write_mb_per_s: must be a positive number, got '150'"]),
     ("limit zero", {"rules": [{"min_write_mb_per_s": 0}]}, ["rules[0].min_write_mb_per_s: must be a positive number, got 0"]),
     ("bool limit", {"rules": [{"min_read_iops": True}]}, ["rules[0].min_read_iops: must be a positive number, got True"]),
@@ -529,13 +533,120 @@ def latency_record(host_iops, p99_ns):
     ("SSD below 80% of datasheet", "h1", disk(350e6, model="SAMSUNG", rotational=False),
      ["rule 2: 350.0 MB/s is 70.0% of datasheet 500.0 MB/s (< 80%)"]),
     ("db host: IOPS and latency", "db1", latency_record(9000.0, 2.5e6),
-     ["rule 3: read 9000 IOPS < minimum 10000 IOPS", "rule 3: read p99 2.5 ms > maximum 2.0 ms"]),
+     ["rule 3: read 9000 IOPS < minimum 10000 IOPS", "rule 3: read p99 2.50 ms > maximum 2.00 ms"]),
     ("not a db host", "web1", latency_record(9000.0, 2.5e6), []),
     ("figure missing: limit skipped", "db1", record(test="fio_rand_read", block_size=4096, read_iops=20000.0), []),
 ])
 def test_rule_violations(case, host, rec, expected):
     (entry,) = judge({host: [rec]}, acceptance=RULES)
     assert [finding["reason"] for finding in entry["reasons"] if finding["verdict"] == "slow"] == expected, case
+
+
+def tail(mean=1e6, p99=None, p99_9=None, p99_99=None, maximum=None):
+    """One direction's latency_ns (ns), as the parsers write it."""
+    return {"mean": mean, "min": 1e5, "p50": mean, "p95": mean, "p99": p99, "p99_9": p99_9, "p99_99": p99_99,
+            "max": maximum, "stdev": None}
+
+
+def random_read(iops=10000.0, direct=True, **latency):
+    """A fio_rand_read record (judged on IOPS) with its read latency tail."""
+    rec = record(test="fio_rand_read", params={"block_size": 4096, "direct": direct, "judged_on": "iops"}, read_iops=iops)
+    rec["metrics"]["latency_ns"]["read"] = tail(**latency)
+    return rec
+
+
+TAIL_RULES = {"rules": [
+    {"name": "db SSDs", "match": {"test": "fio_rand_read"}, "max_read_p99_ms": 1.5, "max_read_p99_99_ms": 2.5,
+     "max_read_max_ms": 5},
+    {"name": "commits", "match": {"test": "fio_commit_rate"}, "max_sync_p99_9_ms": 20},
+]}
+
+
+@pytest.mark.parametrize(("case", "latency", "expected"), [
+    ("the whole tail within", {"p99": 1.2e6, "p99_99": 2.4e6, "maximum": 4.9e6}, []),
+    ("p99.99 over: the reason names it", {"p99": 1.2e6, "p99_99": 3.1e6, "maximum": 4.9e6},
+     ["rule 1 'db SSDs': read p99.99 3.10 ms > maximum 2.50 ms"]),
+    ("a 200 ms max behind a good p99", {"p99": 0.9e6, "p99_99": 2.0e6, "maximum": 200e6},
+     ["rule 1 'db SSDs': read max 200 ms > maximum 5.00 ms"]),
+    ("just over: the digits that tell them apart", {"p99": 1.5004e6, "p99_99": 0.2e6, "maximum": 0.3e6},
+     ["rule 1 'db SSDs': read p99 1.5004 ms > maximum 1.5000 ms"]),
+    ("a percentile the tool did not print is skipped", {"p99": 1.2e6, "maximum": 4.0e6}, []),
+])
+def test_latency_tail_rules(case, latency, expected):
+    (entry,) = judge({"db1": [random_read(**latency)]}, acceptance=TAIL_RULES)
+    assert [finding["reason"] for finding in entry["reasons"] if finding["verdict"] == "slow"] == expected, case
+    assert entry["verdict"] == ("slow" if expected else "pass"), case
+
+
+def test_each_latency_limit_is_kept_beside_its_figure():
+    (entry,) = judge({"db1": [random_read(p99=1.2e6, p99_99=3.1e6)]}, acceptance=TAIL_RULES)
+    assert entry["latency_checks"] == [
+        {"figure": "read_p99_ms", "value": 1.2, "limit": 1.5, "rule": "rule 1 'db SSDs'", "passed": True},
+        {"figure": "read_p99_99_ms", "value": 3.1, "limit": 2.5, "rule": "rule 1 'db SSDs'", "passed": False},
+    ]   # no max in the record: the max limit is not listed
+    (plain,) = judge({"db1": [random_read(p99=1.2e6)]})
+    assert plain["latency_checks"] == []
+
+
+def test_commit_latency_rule_reads_the_sync_latency():
+    rec = record(test="fio_commit_rate", params={"block_size": 8192, "direct": False, "judged_on": "iops"}, write_iops=500.0)
+    rec["metrics"]["latency_ns"]["write"] = tail(p99=0.05e6, p99_9=0.08e6)   # the buffered write itself: fast
+    rec["metrics"]["latency_ns"]["sync"] = tail(p99=9e6, p99_9=31e6)
+    (entry,) = judge({"db1": [rec]}, acceptance=TAIL_RULES)
+    assert (entry["verdict"], entry["reason"]) == ("slow", "rule 2 'commits': sync p99.9 31.0 ms > maximum 20.0 ms")
+
+
+def test_validate_rules_takes_every_latency_limit():
+    keys = ["max_%s_%s_ms" % (direction, stat) for direction in ("read", "write", "sync")
+            for stat in ("p99", "p99_9", "p99_99", "max")]
+    (rule,) = agg.validate_rules({"rules": [dict.fromkeys(keys, 3)]})
+    assert {key: rule[key] for key in keys} == dict.fromkeys(keys, 3.0)
+    with pytest.raises(agg.RulesError) as caught:
+        agg.validate_rules({"rules": [{"max_read_p99_999_ms": 1}]})
+    assert caught.value.errors[0].startswith("rules[0].max_read_p99_999_ms: unknown key")
+
+
+def twins(*p99s, direct=True):
+    """Hosts n1.. each with one fio_rand_read of the same IOPS and the given read p99 (ns)."""
+    return {"n%d" % number: [random_read(p99=p99, direct=direct)] for number, p99 in enumerate(p99s, 1)}
+
+
+def test_a_tail_twice_its_peers_is_an_outlier():
+    entries = {entry["host"]: entry for entry in judge(twins(100e6, 104e6, 98e6, 102e6, 250e6))}
+    assert (entries["n5"]["verdict"], entries["n5"]["reason"]) == (
+        "outlier", "read p99 250 ms is 2.5 x the peers' median p99 102 ms (n=5), limit 2.0 x")
+    assert {host: entry["verdict"] for host, entry in entries.items() if host != "n5"} == dict.fromkeys(["n1", "n2", "n3", "n4"], "pass")
+
+
+def test_a_tail_within_the_factor_passes_and_the_factor_is_a_setting():
+    fleet = twins(100e6, 104e6, 98e6, 102e6, 190e6)
+    assert {entry["verdict"] for entry in judge(fleet)} == {"pass"}
+    settings = agg.make_settings(latency_outlier_factor=1.5)
+    entries = {entry["host"]: entry for entry in pipeline.build_report(fleet, {host: OK for host in fleet}, {}, settings=settings)["results"]}
+    assert entries["n5"]["verdict"] == "outlier" and entries["n5"]["reason"].endswith("limit 1.5 x")
+
+
+@pytest.mark.parametrize(("case", "fleet"), [
+    ("two peers say nothing", twins(100e6, 250e6)),
+    ("buffered records are the page cache's latency", twins(100e6, 104e6, 98e6, 250e6, direct=False)),
+])
+def test_the_peer_tail_rule_is_not_applied(case, fleet):
+    assert {entry["verdict"] for entry in judge(fleet)} == {"pass"}, case
+
+
+def test_throughput_tests_are_not_judged_on_their_tail():
+    fleet = {"n%d" % number: [record(test="fio_seq_read", params={"block_size": MIB, "direct": True}, read_bytes_per_s=500e6)]
+             for number in range(1, 5)}
+    fleet["n4"][0]["metrics"]["latency_ns"]["read"] = tail(p99=900e6)
+    for number in range(1, 4):
+        fleet["n%d" % number][0]["metrics"]["latency_ns"]["read"] = tail(p99=50e6)
+    assert {entry["verdict"] for entry in judge(fleet)} == {"pass"}
+
+
+@pytest.mark.parametrize("factor", [1, 0.5, "2", None, float("inf")])
+def test_make_settings_refuses_a_latency_factor_not_above_one(factor):
+    with pytest.raises(ValueError, match="latency_outlier_factor must be a number above 1"):
+        agg.make_settings(latency_outlier_factor=factor)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -545,3 +545,44 @@ def test_charts_draw_the_worst_chart_limit_results(monkeypatch):
 
 def test_every_verdict_of_the_judge_has_a_kind():
     assert set(agg.VERDICT_KINDS) == set(agg.VERDICTS) and set(agg.VERDICT_KINDS.values()) == {"bad", "warn", "muted", "ok"}
+
+
+def _random_read(p99_ns, p99_99_ns):
+    record = {"schema": 1, "test": "fio_rand_read", "tool": "fio", "target": {"path": "/srv/d0", "device": "sdb"},
+              "params": {"block_size": 4096, "direct": True, "judged_on": "iops"},
+              "metrics": {"read_bytes_per_s": 40e6, "write_bytes_per_s": None, "read_iops": 10000.0, "write_iops": None,
+                          "fsyncs_per_s": None, "latency_ns": {"read": {"mean": 1e5, "min": 1e4, "p50": 1e5, "p95": 2e5,
+                                                                        "p99": p99_ns, "p99_9": None, "p99_99": p99_99_ns,
+                                                                        "max": None, "stdev": None},
+                                                               "write": None, "sync": None}},
+              "error": None}
+    return record
+
+
+LATENCY_RULES = {"rules": [{"name": "db SSDs", "match": {"test": "fio_rand_read"}, "max_read_p99_ms": 1.5,
+                            "max_read_p99_99_ms": 2.5}]}
+
+
+def test_each_latency_figure_is_shown_beside_its_rule():
+    fleet = {"db1": [_random_read(1.2e6, 2.4e6)], "db2": [_random_read(1.3e6, 3.1e6)], "db3": [_random_read(0.25e6, 0.4e6)]}
+    report, entries = judged(fleet, acceptance=LATENCY_RULES)
+    parsed = parse(render.render_html(report, entries))
+    table = next(rows for rows in parsed.tables if rows[0][:6] == ["Host", "Target", "Device", "Figure", "vs median",
+                                                                   "Latency vs rule"])
+    assert table[0][6:] == ["Verdict", "Reason"]
+    cells = {row[0]: (row[5], row[6]) for row in table[1:]}
+    assert cells["db2"] == ("read p99 1.30 ms \u2264 1.50 ms (rule 1 'db SSDs'); read p99.99 3.10 ms > 2.50 ms (rule 1 'db SSDs')",
+                            "slow")
+    assert cells["db1"] == ("read p99 1.20 ms \u2264 1.50 ms (rule 1 'db SSDs'); read p99.99 2.40 ms \u2264 2.50 ms (rule 1 'db SSDs')",
+                            "pass")
+    assert cells["db3"][0].startswith("read p99 0.250 ms \u2264 1.50 ms")
+    markdown = render.render_markdown(report, entries)
+    assert "| Host | Target | Device | Figure | vs median | Latency vs rule | Verdict | Reason |" in markdown
+    assert "read p99.99 3.10 ms &gt; 2.50 ms (rule 1 'db SSDs')" in markdown   # report.md escapes HTML, as every cell
+
+
+def test_no_latency_column_without_a_latency_rule():
+    fleet = {"db%d" % number: [_random_read(1.2e6, 2.4e6)] for number in (1, 2, 3)}
+    report, entries = judged(fleet)
+    parsed = parse(render.render_html(report, entries))
+    assert all("Latency vs rule" not in rows[0] for rows in parsed.tables)

@@ -23,6 +23,8 @@ def shown(setting):
     """A default as people read it: a percentage for a fraction's variable, true/false, the text in backquotes."""
     if setting.kind == _settings.PERCENT:
         return "%g" % (setting.default * 100)
+    if setting.kind == _settings.FACTOR:
+        return "%g" % setting.default
     if isinstance(setting.default, bool):
         return "true" if setting.default else "false"
     return "`%s`" % setting.default
@@ -104,12 +106,18 @@ PROSE_QUOTES = (
                              r"√\(group spread² \+ repeat CV²\) < −([\d.]+);",
      ("outlier_fraction", "robust_z_min_deviation", "robust_z_limit")),
     ("docs/architecture.md", r"with CV > (\d+) % whose interval straddles", ("max_cv",)),
+    ("docs/architecture.md", r"read/write p99 > (\d+) × the group's median p99", ("latency_outlier_factor",)),
+    ("README.md", r"p99 latency more than (\d+) times its peers' median", ("latency_outlier_factor",)),
+    ("docs/report.md", r"p99 is more than\s+`latency_outlier_factor` \(default (\d+)\) times", ("latency_outlier_factor",)),
 )
 
 
 def _as_quoted(field):
-    """A judge default as the prose writes it: a fraction as a percentage, robust_z_limit as its magnitude."""
+    """A judge default as the prose writes it: a fraction as a percentage, robust_z_limit as its magnitude, a factor
+    as it is."""
     value = _aggregate.Settings._field_defaults[field]
+    if field == "latency_outlier_factor":
+        return "%g" % value
     return "%g" % (-value if field == "robust_z_limit" else value * 100)
 
 
