@@ -241,6 +241,17 @@ ansible_facts:
           type: str
           returned: always
           sample: null
+        integrity:
+          description:
+            - A fio job run with C(verify=) - what read back as written. C(check) (fio's verify method),
+              C(verified_bytes), C(bad_blocks_total), C(kinds) (count per kind - C(flipped), C(misplaced), C(stale),
+              C(not_written), C(unclassified)) and C(bad_blocks), the first 64, each C(offset), C(length), C(check),
+              C(kind) and C(detail) (fio's own words). Null for every other record.
+            - A job whose only error is fio's EILSEQ of those verify failures keeps C(error) null - the bad blocks
+              are the finding, and the report calls the record C(corrupt).
+          type: dict
+          returned: always
+          sample: null
 created:
   description: Always empty - nothing is created (kept so that both modules return the same keys).
   returned: always

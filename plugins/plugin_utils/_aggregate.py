@@ -70,6 +70,7 @@ REPORT_SCHEMA = 2
 # Baselines may come from reports of either shape: both keep results[].record.
 BASELINE_REPORT_SCHEMAS = (1, 2)
 
+VERDICT_CORRUPT = "corrupt"
 VERDICT_ERROR = "error"
 VERDICT_NOT_MEASURED = "not_measured"
 VERDICT_INVALID = "invalid"
@@ -79,19 +80,20 @@ VERDICT_REGRESSED = "regressed"
 VERDICT_OUTLIER = "outlier"
 VERDICT_UNSTABLE = "unstable"
 VERDICT_PASS = "pass"
-# Precedence, worst first: no valid figure at all, then a figure that cannot be trusted, then a
-# figure that breaks a stated rule, then one that is worse than before, then worse than its peers.
+# Precedence, worst first: data that did not read back as written (no speed makes up for it), then no valid figure at
+# all, then a figure that cannot be trusted, then a figure that breaks a stated rule, then one that is worse than
+# before, then worse than its peers.
 # not_steady sits with the untrustworthy figures: a steady-state test that never settled measured no
 # steady state, so what its figure breaks (rules, baseline, peers) comes after.
-VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW, VERDICT_REGRESSED,
+VERDICTS = (VERDICT_CORRUPT, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW, VERDICT_REGRESSED,
             VERDICT_OUTLIER, VERDICT_UNSTABLE, VERDICT_PASS)
 # What kind of finding each verdict is (the pages' style): "bad" (no valid figure), "warn" (a figure judged too low or
 # unsteady), "muted" (nothing measured), "ok".
-VERDICT_KINDS = {VERDICT_ERROR: "bad", VERDICT_NOT_MEASURED: "muted", VERDICT_INVALID: "bad", VERDICT_NOT_STEADY: "warn",
+VERDICT_KINDS = {VERDICT_CORRUPT: "bad", VERDICT_ERROR: "bad", VERDICT_NOT_MEASURED: "muted", VERDICT_INVALID: "bad", VERDICT_NOT_STEADY: "warn",
                  VERDICT_SLOW: "warn", VERDICT_REGRESSED: "warn", VERDICT_OUTLIER: "warn", VERDICT_UNSTABLE: "warn",
                  VERDICT_PASS: "ok"}
 # What makes summary.passed false. Unstable is worth a look, not a failed acceptance.
-FAILING_VERDICTS = (VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
+FAILING_VERDICTS = (VERDICT_CORRUPT, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
                     VERDICT_REGRESSED, VERDICT_OUTLIER)
 _RANK = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 
@@ -313,6 +315,7 @@ class RecordFacts(NamedTuple):
     zcav: Optional[Tuple[Tuple[float, float], ...]] = None  # metrics.zcav as (offset, read bytes/s), sorted
     steady: Optional[Mapping[str, Any]] = None  # a copy of steady_state (ssd_steady_* only)
     direct: bool = False                       # params.direct: O_DIRECT, the page cache out of the latency
+    integrity: Optional["Integrity"] = None    # a verify test's record.integrity (None: not a verify test)
 
 
 def _own(value: Any) -> Any:
@@ -379,6 +382,7 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         zcav=_zcav_points(metrics.get("zcav")),
         steady=copy.deepcopy(steady) if isinstance(steady, _MappingABC) else None,
         direct=_is_direct(params.get("direct")),
+        integrity=_integrity(record.get("integrity")),
     )
 
 
@@ -398,6 +402,54 @@ def latency_figure_values(figures: Figures) -> List[Optional[float]]:
     if figures.latency_ns is None:
         return [None] * len(LATENCY_FIGURES)
     return [None if math.isnan(value) else value for value in _TAILS.unpack(figures.latency_ns)]
+
+
+class Integrity(NamedTuple):
+    """RecordFacts.integrity: what the judge and the pages read of record.integrity (fio verify)."""
+
+    check: Any                       # "pattern", "crc32c" ...
+    verified_bytes: Any
+    bad_blocks_total: int
+    kinds: Tuple[Tuple[str, int], ...]   # (kind, count), most first
+    first: Optional[Tuple[Any, Any, Any]]   # (offset, length, detail) of the first bad block
+
+
+# How a reason names each kind of bad block (module_utils/_parse/fio_verify.py KINDS).
+INTEGRITY_KIND_TEXT = {"flipped": "with changed data (flipped bits)", "misplaced": "holding another offset's data "
+                       "(misplaced writes)", "stale": "holding an earlier pass's data (writes that never landed)",
+                       "not_written": "holding no block of this test", "unclassified": "not classified"}
+
+
+def _integrity(found: Any) -> Optional[Integrity]:
+    if not isinstance(found, _MappingABC):
+        return None
+    total = _number(found.get("bad_blocks_total"))
+    kinds = _mapping(found.get("kinds"))
+    counted = sorted(((str(kind), int(count)) for kind, count in kinds.items() if _number(count)),
+                     key=lambda item: (-item[1], item[0]))
+    blocks = found.get("bad_blocks")
+    first = _mapping(blocks[0]) if isinstance(blocks, list) and blocks else None
+    return Integrity(_own(found.get("check")), _own(found.get("verified_bytes")), int(total or 0), tuple(counted),
+                     None if first is None else (_own(first.get("offset")), _own(first.get("length")),
+                                                 _own(first.get("detail"))))
+
+
+def integrity_reason(integrity: Integrity) -> str:
+    """'18 bad blocks in 8 MiB read back (fio verify=pattern): 16 holding an earlier pass's data (...), ...; the
+    first at offset 1048576, 4096 bytes: ...'."""
+    verified = _number(integrity.verified_bytes)
+    text = "%d bad block%s in %s read back (fio verify=%s)" % (
+        integrity.bad_blocks_total, "" if integrity.bad_blocks_total == 1 else "s",
+        bytes_size_text(verified) if verified is not None else "an unknown amount", integrity.check)
+    if integrity.kinds:
+        text += ": " + ", ".join("%d %s" % (count, INTEGRITY_KIND_TEXT.get(kind, kind)) for kind, count in integrity.kinds)
+    if integrity.first is not None:
+        text += "; the first at offset %s, %s bytes: %s" % integrity.first
+    return text
+
+
+def _corrupt(facts: "RecordFacts") -> bool:
+    return facts.integrity is not None and facts.integrity.bad_blocks_total > 0
 
 
 def _is_direct(value: Any) -> bool:
@@ -440,9 +492,9 @@ def _not_steady(steady: Any) -> Optional[str]:
 
 
 def _measured_metric(facts: RecordFacts) -> Optional[Tuple[str, float]]:
-    # Only records without an error, with a figure and not disproven by the device counters take
+    # Only records without an error, with a figure, not disproven by the device counters and not corrupt take
     # part in the peer statistics and in a baseline.
-    if facts.error or facts.invalid is not None or facts.metric_name is None:
+    if facts.error or facts.invalid is not None or facts.metric_name is None or _corrupt(facts):
         return None
     return facts.metric_name, facts.metric_value  # type: ignore[return-value]
 
@@ -1112,6 +1164,11 @@ class _Judge:
 
     def judge(self, host: str, record: Any, facts: RecordFacts) -> Entry:
         """The entry of a record."""
+        if _corrupt(facts):
+            bad: List[Finding] = [(VERDICT_CORRUPT, integrity_reason(facts.integrity))]
+            if facts.error:
+                bad.append((VERDICT_ERROR, str(facts.error)))
+            return Entry(host, record, facts, VERDICT_CORRUPT, tuple(bad), (), None, None, None, None, None, None)
         if facts.error:
             return _plain_entry(host, record, facts, VERDICT_ERROR, str(facts.error))
         name, value = facts.metric_name, facts.metric_value
@@ -1119,6 +1176,10 @@ class _Judge:
             return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(facts))
         settings = self.settings
         notes: List[str] = [facts.note] if facts.note else []
+        if facts.integrity is not None:
+            verified = _number(facts.integrity.verified_bytes)
+            notes.append("%s read back as written (fio verify=%s)" % (
+                bytes_size_text(verified) if verified is not None else "every block", facts.integrity.check))
         findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
         if facts.not_steady is not None:
             findings.append((VERDICT_NOT_STEADY, facts.not_steady))

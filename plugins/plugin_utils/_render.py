@@ -1014,7 +1014,7 @@ def _legend(fraction: float, prefix: str) -> str:
         '<div class="legend" aria-hidden="true">'
         "<span>%s within the peer group</span>"
         "<span>%s flagged (outlier, slow, regressed, unstable)</span>"
-        "<span>%s error / invalid</span>"
+        "<span>%s corrupt / error / invalid</span>"
         "<span>%s group median</span>"
         "<span>%s median \u00b1 %.0f%%</span>"
         "</div>"

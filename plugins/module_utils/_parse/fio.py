@@ -32,6 +32,7 @@ import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .errors import ParseError
+from .fio_verify import VERIFY_ERRNO, BadBlock, bad_blocks
 from .fio_job import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, SteadyState, error_lines_by_code,
                       error_message, exercised, make_direction, noise_warnings, pick_latency)
 from .records import partial_result
@@ -239,8 +240,31 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
     job.fsyncs = _fsyncs(raw, path)
     job.sync_latency_ns = _sync_latency(raw, path, warnings)
     job.steadystate = _steadystate(raw, path)
+    options = _mapping(raw, "job options", path) or {}
+    verify = options.get("verify")
+    if isinstance(verify, str) and verify not in ("0", "none"):
+        job.verify = verify
+        job.bad_blocks = []
+        job.verify_total_errors = _integer(raw, "total_err", path) if "total_err" in raw else None
     job.warnings = warnings
     return job
+
+
+def _attach_bad_blocks(jobs: List[FioJob], raw_jobs: List[Any], blocks: List[BadBlock]) -> None:
+    """Each verify failure to the verify job that read its file (the only verify job when the names do not tell).
+    A job that failed only because its data did not verify (EILSEQ) did its work: its error is the integrity
+    finding, not a tool failure."""
+    verifying = [(job, raw) for job, raw in zip(jobs, raw_jobs) if job.bad_blocks is not None]
+    for block in blocks:
+        owners = [job for job, raw in verifying
+                  if isinstance(raw, dict) and (raw.get("job options") or {}).get("filename") == block.file]
+        owner = owners[0] if owners else (verifying[0][0] if verifying else None)
+        if owner is None:
+            continue   # verify lines without a verify job: left to the warnings below
+        owner.bad_blocks.append(block)  # type: ignore[union-attr]
+    for job, _raw in verifying:
+        if job.error_code == VERIFY_ERRNO and job.bad_blocks:
+            job.error = None
 
 
 def _job_list(doc: Dict[str, Any]) -> Tuple[str, List[Any]]:
@@ -379,7 +403,9 @@ def parse(text: str) -> List[FioJob]:
             return fio_text.parse(text)
         _raise_no_json(text, noise, failure)
     err_lines = error_lines_by_code(noise)
+    blocks, noise = bad_blocks(noise)
     jobs: List[FioJob] = []
+    raw_jobs_kept: List[Any] = []
     for doc in docs:
         version = _version(doc)
         key, raw_jobs = _job_list(doc)
@@ -388,8 +414,13 @@ def parse(text: str) -> List[FioJob]:
             if key == "client_stats" and isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT:
                 continue
             jobs.append(_job(raw, len(jobs), path, version, noise, err_lines))
+            raw_jobs_kept.append(raw)
     if not jobs:
         raise ParseError(TOOL, "at least one job in the fio JSON output", '"jobs": []')
+    _attach_bad_blocks(jobs, raw_jobs_kept, blocks)
+    if blocks and not any(job.bad_blocks for job in jobs):
+        for job in jobs:
+            job.warnings.append("%d fio verify failure line(s) but no verify job to hold them" % len(blocks))
     return jobs
 
 
@@ -409,6 +440,26 @@ def recognise(text: str) -> Optional[int]:
     return 2 if _FIO_MESSAGE.search(text) else None
 
 
+# A record keeps this many bad blocks in full (a disk that reads back zeros everywhere would print one per block);
+# bad_blocks_total and kinds count them all.
+MAX_BAD_BLOCKS = 64
+
+
+def integrity(job: FioJob) -> Dict[str, Any]:
+    """The record's integrity of a verify job: what was checked, how much read back, every bad block's kind."""
+    blocks = job.bad_blocks or []
+    kinds: Dict[str, int] = {}
+    for block in blocks:
+        kinds[block.kind] = kinds.get(block.kind, 0) + 1
+    return {
+        "check": job.verify,
+        "verified_bytes": job.read.io_bytes if job.read is not None else 0,
+        "bad_blocks_total": max(len(blocks), job.verify_total_errors or 0),
+        "bad_blocks": [block.as_dict() for block in blocks[:MAX_BAD_BLOCKS]],
+        "kinds": kinds,
+    }
+
+
 def _result(job: FioJob) -> Dict[str, Any]:
     """One fio job as a partial record: both directions filled when the job did both."""
     ident = {"name": job.name, "index": job.index, "groupid": job.groupid, "client": job.client}
@@ -425,6 +476,8 @@ def _result(job: FioJob) -> Dict[str, Any]:
         result["warnings"].append("fio job did trim I/O: trim figures are not part of the record")
     metrics["fsyncs_per_s"] = job.fsyncs_per_s
     metrics["latency_ns"]["sync"] = job.sync_latency_ns
+    if job.bad_blocks is not None:
+        result["integrity"] = integrity(job)
     if job.steadystate is not None:
         # Not a record field as it is: bench_run turns it into the record's steady_state (module_utils/_steady.py).
         result["steadystate"] = job.steadystate

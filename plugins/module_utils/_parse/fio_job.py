@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .fio_verify import BadBlock
 from .records import PERCENTILE_KEYS
 from .units import ms_to_s
 
@@ -52,6 +53,11 @@ class FioJob:
     sync_latency_ns: Optional[Dict[str, Optional[float]]] = None
     warnings: List[str] = field(default_factory=list)
     steadystate: Optional["SteadyState"] = None  # only for a job run with steadystate= (ss_dur > 0)
+    # A job run with verify= (its "job options"): what it checked, and every block that did not read back as
+    # written (fio_verify.py). None: not a verify job.
+    verify: Optional[str] = None
+    bad_blocks: Optional[List["BadBlock"]] = None
+    verify_total_errors: Optional[int] = None   # fio's total_err (continue_on_error): may count more than it printed
 
     @property
     def directions(self) -> List[Tuple[str, Direction]]:

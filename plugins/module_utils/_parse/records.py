@@ -122,6 +122,8 @@ def make_record(
         "device_io": device_io,
         "warnings": list(result["warnings"]),
         "error": result["error"],
+        # a verify job's (fio verify=): what read back as written, and every block that did not; else null
+        "integrity": result.get("integrity"),
     }
 
 

@@ -471,7 +471,7 @@ def test_make_record_follows_the_schema_order():
                          device_io={"read_bytes": 0, "write_bytes": 134221824}, tool_version="9.1")
     assert list(record) == [
         "schema", "test", "tool", "tool_version", "target", "params", "job", "metrics", "bytes", "seconds", "started",
-        "finished", "command", "exit_code", "raw_sha256", "device_io", "warnings", "error",
+        "finished", "command", "exit_code", "raw_sha256", "device_io", "warnings", "error", "integrity",
     ]
     assert (record["schema"], record["tool_version"], record["exit_code"]) == (1, "9.1", 0)
     assert make_record(result)["test"] == "dd"  # the test id defaults to the tool name

@@ -52,7 +52,18 @@ def _fixtures(tool):
 
 TEXTS = {tool: _fixtures(tool) for tool in TOOLS}
 ALL_LINES = sorted({line for texts in TEXTS.values() for text in texts for line in text.split("\n") if line.strip()})
-FIO_DOCS = [text for text in TEXTS["fio"] if text.lstrip().startswith("{")]
+
+
+def _json_only(text):
+    """Whether text is one JSON document and nothing else (a capture with fio's stderr after its JSON is not)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+FIO_DOCS = [text for text in TEXTS["fio"] if text.lstrip().startswith("{") and _json_only(text)]
 # fio's normal and terse output (fio_text): mutated on their own too, not only as part of every fio fixture
 TEXTS["fio_text"] = [text for text in TEXTS["fio"] if fio_text.recognise(text) and '"jobs"' not in text]
 

@@ -20,7 +20,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 RECORD_KEYS = [
     "schema", "test", "tool", "tool_version", "target", "params", "job", "metrics", "bytes", "seconds", "started",
-    "finished", "command", "exit_code", "raw_sha256", "device_io", "warnings", "error",
+    "finished", "command", "exit_code", "raw_sha256", "device_io", "warnings", "error", "integrity",
 ]
 needs_dd = pytest.mark.skipif(shutil.which("dd") is None, reason="dd not installed")
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
@@ -72,6 +72,7 @@ def test_parse_only_dd_src_gives_a_schema_1_record(capsys):
         "device_io": None,
         "warnings": [],
         "error": None,
+        "integrity": None,
     }
 
 

@@ -783,6 +783,19 @@ def facts_of(records_by_host):
     return {host: [(rec, agg.record_facts(rec)) for rec in records] for host, records in records_by_host.items()}
 
 
+def verify_record(bad=(), verified=8 << 20, check="pattern", read_bytes_per_s=50e6, error=None, total=None):
+    """A verify test's record: its read-back rate and integrity with these (offset, kind, detail) bad blocks."""
+    rec = record(test="fio_verify", params={"block_size": 4096, "direct": True, "judged_on": "bytes_per_s"},
+                 read_bytes_per_s=read_bytes_per_s, error=error)
+    blocks = [{"offset": offset, "length": 4096, "check": check, "kind": kind, "detail": detail} for offset, kind, detail in bad]
+    kinds = {}
+    for block in blocks:
+        kinds[block["kind"]] = kinds.get(block["kind"], 0) + 1
+    rec["integrity"] = {"check": check, "verified_bytes": verified, "bad_blocks_total": len(blocks) if total is None else total,
+                        "bad_blocks": blocks, "kinds": kinds}
+    return rec
+
+
 def _every_kind_of_entry():
     """Records and statuses that give every verdict and every field shape an entry can have."""
     unstable = disk(201e6, serial="ZC5")
@@ -798,18 +811,59 @@ def _every_kind_of_entry():
                                      "iops": [150, 519, 600], "why_not": 'fio\'s "criterion"\n'}
     no_direction = record()  # a dd rate bench_facts kept without a direction: named in the reason, not judged
     no_direction["metrics"]["transfer_bytes_per_s"] = 49e6
+    corrupt = verify_record(bad=[(1048576, "flipped", "crc32c of the data differs")])
     records_by_host = {
         "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable],
         "h2": [disk(205e6, serial="ZC3"), odd_samples, with_io(disk(198e6, serial="ZC4"), GIB, 0, GIB // 10)],
         "db1": [latency_record(9000.0, 2.5e6), quoted, by_wwn, disk(None, serial="ZC8", error="dd: I/O error\nline 2")],
         "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True),
-               never_settled, no_direction],
+               never_settled, no_direction, corrupt],
     }
     statuses = {host: OK for host in records_by_host}
     statuses["h4"] = {"status": "unreachable", "problems": [{"task": "W", "status": "unreachable", "message": "refused"}]}
     statuses["h5"] = OK
     baseline = baseline_report(disk(240e6, serial="ZC1"), disk(200e6, serial="ZC3"))
     return records_by_host, statuses, baseline
+
+
+def test_a_block_that_did_not_read_back_is_corrupt_and_ranked_worst():
+    stale = [(3145728 + 4096 * n, "stale", "pattern differs at byte 3 of the block: got 0x01, wanted 0x02 (2 bit(s) differ)")
+             for n in range(16)]
+    bad = [(1048576, "flipped", "pattern differs at byte 100 of the block: got 0x10, wanted 0x00 (1 bit(s) differ)"),
+           (1052672, "misplaced", "pattern differs at byte 5 of the block: got 0x00, wanted 0x10 (1 bit(s) differ)")] + stale
+    fleet = {"n1": [verify_record(bad=bad, read_bytes_per_s=500e6), disk(None, serial="Z1", error="dd: I/O error")],
+             "n2": [verify_record()], "n3": [verify_record()]}
+    entries = judge(fleet)
+    assert [(entry["host"], entry["verdict"]) for entry in entries][:2] == [("n1", "corrupt"), ("n1", "error")]
+    assert entries[0]["reason"] == (
+        "18 bad blocks in 8 MiB read back (fio verify=pattern): 16 holding an earlier pass's data (writes that never "
+        "landed), 1 with changed data (flipped bits), 1 holding another offset's data (misplaced writes); the first at "
+        "offset 1048576, 4096 bytes: pattern differs at byte 100 of the block: got 0x10, wanted 0x00 (1 bit(s) differ)")
+    # A corrupt disk is not compared by its read rate, nor counted in its peers' median (fast, 500 MB/s, it would pull
+    # the median up); the clean ones are, with a note of what they read back.
+    assert entries[0]["group"] is None
+    groups = pipeline.build_report(fleet, {host: OK for host in fleet}, {})["groups"]
+    assert [(group["metric"], group["measured"], group["median"]) for group in groups
+            if group["key"][0] == "fio_verify"] == [("bytes_per_s", 2, 50e6)]
+    clean = [entry for entry in entries if entry["host"] in ("n2", "n3")]
+    assert [entry["verdict"] for entry in clean] == ["pass", "pass"]
+    assert all("8 MiB read back as written (fio verify=pattern)" in entry["notes"] for entry in clean)
+    report = pipeline.build_report(fleet, {host: OK for host in fleet}, {})
+    assert report["summary"]["passed"] is False
+    assert report["summary"]["counts"]["corrupt"] == 1
+    assert report["rules"]["verdict_precedence"][0] == "corrupt"
+
+
+def test_corrupt_keeps_the_tool_error_beside_it():
+    (entry,) = judge({"n1": [verify_record(bad=[(0, "flipped", "crc32c of the data differs")], error="exit code 1: fio: pid=1")]})
+    assert [finding["verdict"] for finding in entry["reasons"]] == ["corrupt", "error"]
+    assert entry["reasons"][0]["reason"].startswith("1 bad block in 8 MiB read back (fio verify=pattern): 1 with changed data")
+    assert entry["reasons"][1]["reason"] == "exit code 1: fio: pid=1"
+
+
+def test_bad_blocks_beyond_the_listed_ones_are_counted():
+    (entry,) = judge({"n1": [verify_record(bad=[(0, "unclassified", "pattern differs")], total=262144)]})
+    assert entry["reason"].startswith("262144 bad blocks in 8 MiB read back (fio verify=pattern): 1 not classified;")
 
 
 def test_entry_json_parts_spell_every_entry_exactly_as_json_dumps():
