@@ -38,15 +38,19 @@ def iops_series(device: str, seconds: int) -> list:
 
 
 def near(seconds: list, iops: int) -> bool:
-    """The seconds' median within 5 % of iops, every second within 10 % but for at most one that is lower.
+    """Every second within 10 % of iops but for at most one that is lower, and the mean of the others within 5 %.
     Within 10 %: the throttle dispatches in 100 ms slices, so one second's count can be up to a slice's worth off
-    while its neighbours make up for it (a CI run saw 426, 414, 378, 422, 395 at 400 IOPS). One lower second, and
-    the median rather than the mean: a second in which fio itself did not get the CPU (make test runs four test
+    while its neighbours make up for it (CI runs saw 426, 414, 378, 422, 395 at 400 IOPS, and 90, 110, 90 at 100,
+    whose median, 90, was 10 % off while their mean is 3 %): a mean, as slices shifted between seconds cancel in
+    it. One lower second left out of it: a second in which fio itself did not get the CPU (make test runs four test
     files at once on two cores) lacks what it never submitted, and the throttle gives no credit for it later (a CI
     run saw 400, 312, 400, 400, 400); the throttle's model can only be wrong by a rate off in most seconds, which
-    the median and the other seconds still catch. docs/lab.md says so too."""
+    the mean of the others still catches. docs/lab.md says so too."""
     lower = [value for value in seconds if value < 0.90 * iops]
-    return (abs(statistics.median(seconds) - iops) <= 0.05 * iops
+    kept = list(seconds)
+    if lower and len(kept) > 1:
+        kept.remove(lower[0])   # that one second only
+    return (abs(statistics.mean(kept) - iops) <= 0.05 * iops
             and all(value <= 1.10 * iops for value in seconds) and len(lower) <= 1)
 
 
