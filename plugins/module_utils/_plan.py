@@ -49,6 +49,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._filesystems import KIND_MEMORY, FilesystemFacts, allowed_warning, refusal_message
 from ._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
+from . import _verify
 from ._sizing import (
     RESERVE_FRACTION, RESERVE_MIN_BYTES, SizingError, buffered_test_size, check_direct_block_size, check_free_space,
     evenly_spaced_offsets, round_up,
@@ -142,6 +143,10 @@ CATALOG: Dict[str, CatalogEntry] = {
                                    IOPS, "sysbench_fsync"),
     "ioping_latency": CatalogEntry("ioping", "ioping 4 KiB direct reads, one at a time: request latency", True, False,
                                    IOPS, raw="read", direct_block=RANDOM),
+    # Data integrity (docs/tests.md): VERIFY_PASSES write-and-verify passes, each a job of its own (fio_verify_1of2 ...).
+    "fio_verify": CatalogEntry("fio", "data integrity: write 4 KiB blocks that carry their offset and the pass's "
+                               "generation, read each back and compare (fio verify=pattern), two passes", True, False,
+                               BYTES, raw="write", direct_block=RANDOM),
     # SSD steady state (SNIA PTS style): raw_write devices only, in this order; docs/tests.md.
     "ssd_precondition": CatalogEntry("fio", "SSD preconditioning: sequential 128 KiB writes, QD32, direct, of 2 x the "
                                      "device's capacity (optionally purged first)", False, False, BYTES, raw="write",
@@ -157,6 +162,9 @@ CATALOG_ORDER = tuple(CATALOG)
 SSD_TESTS = tuple(test for test, entry in CATALOG.items() if entry.raw_only)
 SSD_PRECONDITION_BLOCK_SIZE = 128 * 1024
 SSD_PRECONDITION_IODEPTH = 32
+# fio_verify: two passes, so that a write that never landed shows as the first pass's data (stale), not as zeros.
+VERIFY_PASSES = 2
+VERIFY_IODEPTH = 16
 # Progress: the preconditioning runs as this many jobs per pass over the device, each a loop item of its own.
 SSD_PRECONDITION_PARTS_PER_PASS = 4
 # fio's IOPS criteria (the catalog's steady-state tests judge IOPS): iops:<limit>[%] or iops_slope:<limit>[%].
@@ -187,10 +195,11 @@ PROFILES: Dict[str, Profile] = {
                      "a few minutes per host: scheduled acceptance checks", QUICK_DEFAULT_FENCE_BYTES),
     "standard": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_seq_read", "fio_seq_write", "fio_seq_read",
                          "fio_rand_read", "fio_rand_read_qd1", "fio_rand_write", "fio_rand_write_qd1", "fio_mixed_70_30",
-                         "fio_commit_rate", "sysbench_rndrd", "ioping_latency"), 3, 5, 30,
+                         "fio_commit_rate", "sysbench_rndrd", "ioping_latency", "fio_verify"), 3, 5, 30,
                         "rack handover: every access pattern that matters, three runs each"),
     "evidence": Profile(("dd_seq_write", "dd_seq_write_direct", "dd_block_sweep", "dd_seq_read", "bonnie",
-                         "fio_seq_write", "fio_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate"), 3, 5, 30,
+                         "fio_seq_write", "fio_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate",
+                         "fio_verify"), 3, 5, 30,
                         "vendor dispute: dd and bonnie++ first (vendors trust them), then fio"),
     "full": Profile(tuple(test for test in CATALOG_ORDER if test not in SSD_TESTS), 3, 5, 30,
                     "everything in the catalog but the SSD steady-state tests"),
@@ -282,6 +291,14 @@ class Settings:
     ssd_purge_firmware_erase: bool = False
     # Run the SSD steady-state tests after the profile's own (the evidence option); ignored with an explicit list.
     include_ssd_steady_state: bool = False
+    # Add fio_verify to a profile without it (quick); ignored with an explicit list.
+    include_verify: bool = False
+    # fio's fail-fast rules on every fio job, per direction (0: off): a completed I/O slower than max_latency, or a
+    # rate under rate_min over a second, ends the job (fio's ETIMEDOUT / EIO) and the report judges it slow.
+    fio_max_read_latency_ms: float = 0.0
+    fio_max_write_latency_ms: float = 0.0
+    fio_min_read_mb_per_s: float = 0.0
+    fio_min_write_mb_per_s: float = 0.0
 
 
 @dataclass
@@ -450,6 +467,8 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
 
 
 def _catalog_id(test: str) -> str:
+    if test.startswith("fio_verify_"):
+        return "fio_verify"         # fio_verify_2of2: one pass of it
     if test.startswith("ssd_precondition_"):
         return "ssd_precondition"   # ssd_precondition_3of8: one part of the preconditioning
     return "dd_block_sweep" if test.startswith("dd_block_sweep_") else test
@@ -531,12 +550,28 @@ def _fio(test: str, target: TargetFacts, s: _Resolved, rw: str, block_size: int,
     params = {"block_size": block_size, "size_bytes": size, "direct": values["direct"] == 1,
               "sync": "fdatasync" if values["fdatasync"] else None, "iodepth": iodepth, "runtime_s": s.runtime,
               "rw": rw, "ioengine": values["ioengine"]}
+    values.update(_fail_fast(s.raw, params))
     if values["rwmixread"] is not None:
         params["rwmixread"] = values["rwmixread"]
     # fio's read-only safety check (a job that could write is refused) exists only as the command-line flag
     # --readonly: fio 3.x rejects readonly= in a job file.
     argv = ["fio", "--output-format=json"] + (["--readonly"] if readonly else [])
     return _job(test, "fio", target, params, s, argv=argv, fio=values, estimate_s=s.timed(s.runtime + s.ramp))
+
+
+def _fail_fast(settings: Settings, params: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """fio's max_latency= (microseconds) and rate_min= (bytes/s) values, "read,write" with 0 for a direction off,
+    or None when both are off; what is set goes into the record's params too."""
+    values: Dict[str, Optional[str]] = {"max_latency": None, "rate_min": None}
+    latency = (settings.fio_max_read_latency_ms, settings.fio_max_write_latency_ms)
+    if any(latency):
+        values["max_latency"] = "%d,%d" % tuple(round(limit * 1000) for limit in latency)
+        params["max_latency_ms"] = {"read": latency[0], "write": latency[1]}
+    rate = (settings.fio_min_read_mb_per_s, settings.fio_min_write_mb_per_s)
+    if any(rate):
+        values["rate_min"] = "%d,%d" % tuple(round(limit * 1e6) for limit in rate)
+        params["rate_min_mb_per_s"] = {"read": rate[0], "write": rate[1]}
+    return values
 
 
 def _sysbench(test: str, target: TargetFacts, s: _Resolved, total: int, files: int, run_args: List[str],
@@ -610,6 +645,8 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         # Every write is fsynced, so the page cache cannot flatter it: a bounded file is enough.
         total = min(round_up(2 * s.basis, 8 * MIB), 1 << 30)
         return [_sysbench(test, target, s, total, 1, ["--file-test-mode=rndwr", "--file-fsync-freq=1"], buffered=True)]
+    if test == "fio_verify":
+        return _verify_jobs(test, target, s)
     if test in SSD_TESTS:
         return _ssd_jobs(test, target, s)
     if test == "ioping_latency":
@@ -620,6 +657,33 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         params = {"block_size": rand, "size_bytes": span, "direct": True, "requests": count}
         return [_job(test, "ioping", target, params, s, argv=argv, direction="read", estimate_s=s.timed(count * 0.1))]
     raise PlanError("no job builder for %r" % test)  # pragma: no cover - CATALOG and builders move together
+
+
+def _verify_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
+    """fio_verify: VERIFY_PASSES jobs, each writing the whole span (sequential 4 KiB blocks, O_DIRECT) with pattern
+    blocks of its own generation, then reading every block back and comparing it (docs/tests.md, "Data integrity").
+
+    verify=pattern with %o: each block carries its offset and the generation (module_utils/_verify.py), so bench_run
+    can tell a flipped bit, a misplaced write and a write that never landed apart by reading the block again;
+    continue_on_error=verify: every bad block, not only the first; verify_state_save=0: no state file left in the
+    working directory.
+    """
+    block = s.raw.random_block_size
+    jobs = []
+    for number in range(1, VERIFY_PASSES + 1):
+        generation = _verify.generation(s.raw.run_id, number)
+        name = "%s_%dof%d" % (test, number, VERIFY_PASSES)
+        job = _fio(name, target, s, "write", block, VERIFY_IODEPTH, time_based=False, runtime=None, ramp_time=None,
+                   verify_pattern=_verify.pattern_option(generation))
+        size = job["fio"]["size"]
+        job["params"].update(runtime_s=None, verify="pattern", verify_generation=generation, verify_pass=number,
+                             verify_passes=VERIFY_PASSES)
+        # Written once and read once: the figure is the pass's, repeats would only rewrite the same blocks.
+        job.update(repeats=1, max_repeats=1, estimate_s=2.0 * size / s.raw.expected_bytes_per_s)
+        job["description"] = "%s: pass %d of %d, generation 0x%08x" % (
+            CATALOG[test].summary, number, VERIFY_PASSES, generation)
+        jobs.append(job)
+    return jobs
 
 
 def _ssd_purge_argv(method: str, device_path: str) -> List[List[str]]:
@@ -735,6 +799,11 @@ def _check_settings(settings: Settings) -> None:
         if getattr(settings, name) is not None:
             _positive_int(name, getattr(settings, name))
     _positive_int("fio_ramp_s", settings.fio_ramp_s, 0)
+    for name in ("fio_max_read_latency_ms", "fio_max_write_latency_ms", "fio_min_read_mb_per_s",
+                 "fio_min_write_mb_per_s"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e9:
+            raise PlanError("%s must be a number >= 0 (0: off), got %r" % (name, value))
     if settings.repeats is not None and settings.max_repeats is not None and settings.max_repeats < settings.repeats:
         raise PlanError("max_repeats (%d) must be >= repeats (%d)" % (settings.max_repeats, settings.repeats))
     if isinstance(settings.max_cv, bool) or not isinstance(settings.max_cv, (int, float)) or not 0 < settings.max_cv < 1:
@@ -861,6 +930,10 @@ def build_plan(targets: Sequence[TargetFacts], settings: Settings) -> Plan:
     selected = select_tests(settings.profile, settings.tests)
     explicit = bool(settings.tests)
     requested = list(settings.tests) if explicit else list(PROFILES[settings.profile].tests)
+    if settings.include_verify and not explicit and "fio_verify" not in selected:
+        selected, requested = selected + ["fio_verify"], requested + ["fio_verify"]
+        if "dd_seq_write" not in selected:
+            selected.insert(0, "dd_seq_write")
     if settings.include_ssd_steady_state and not explicit:
         # After the profile's tests: their figures are the fresh drive's, these the preconditioned drive's.
         added = [test for test in SSD_TESTS if test not in selected]

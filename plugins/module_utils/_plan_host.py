@@ -361,6 +361,11 @@ PLAN_ARGUMENT_SPEC = dict(
                           choices=["blkdiscard", "nvme_format", "ata_secure_erase"]),
     ssd_purge_firmware_erase=dict(type="bool", default=False),
     include_ssd_steady_state=dict(type="bool", default=False),
+    include_verify=dict(type="bool", default=False),
+    fio_max_latency_ms=dict(type="dict", default={}, options=dict(read=dict(type="float", default=0.0),
+                                                                  write=dict(type="float", default=0.0))),
+    fio_rate_min_mb_per_s=dict(type="dict", default={}, options=dict(read=dict(type="float", default=0.0),
+                                                                     write=dict(type="float", default=0.0))),
 )
 
 
@@ -391,7 +396,11 @@ def plan_on_host(module, params, check_mode, known_tools=None, creator="diskproo
         ssd_steady_max_slope_excursion_percent=params["ssd_steady_max_slope_excursion_percent"] or None,
         ssd_purge=params["ssd_purge"], ssd_purge_method=params["ssd_purge_method"],
         ssd_purge_firmware_erase=params["ssd_purge_firmware_erase"],
-        include_ssd_steady_state=params["include_ssd_steady_state"],
+        include_ssd_steady_state=params["include_ssd_steady_state"], include_verify=params["include_verify"],
+        fio_max_read_latency_ms=params["fio_max_latency_ms"]["read"],
+        fio_max_write_latency_ms=params["fio_max_latency_ms"]["write"],
+        fio_min_read_mb_per_s=params["fio_rate_min_mb_per_s"]["read"],
+        fio_min_write_mb_per_s=params["fio_rate_min_mb_per_s"]["write"],
     )
     try:
         plan = build_plan(targets, settings)

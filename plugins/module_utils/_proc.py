@@ -59,6 +59,13 @@ class TimedOut(Exception):
     """The command ran past its time limit; the process group is already killed and reaped."""
 
 
+class WatchStop(Exception):
+    """What a ``check`` of ``run`` raises to stop the command (a stalled disk, _stall.py). ``run`` kills the group
+    first and sets ``left_running``: the PIDs still alive after SIGKILL (stuck in the kernel)."""
+
+    left_running: List[int] = []
+
+
 class Completed(NamedTuple):
     """How a command ended: rc (negative signal number when killed), its output, and its group's strays."""
     rc: int
@@ -215,17 +222,20 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None, watch: Sequence[int] = (),
-        grace_s: float = TERM_GRACE_S, timeout_s: Optional[float] = None) -> Completed:
+        grace_s: float = TERM_GRACE_S, timeout_s: Optional[float] = None,
+        check: Optional[Callable[[], None]] = None) -> Completed:
     """Run argv (no shell) in its own session; collect stdout and stderr; return when it has exited and its
     group is empty. A hangup on a watched fd raises ControllerGone, running past ``timeout_s`` raises TimedOut,
-    any other exception raised while waiting (a signal handler's) goes on unchanged - all only after the group
-    was killed and reaped. OSError when the command cannot be started."""
+    ``check`` (called about every POLL_INTERVAL_S while it runs) may raise WatchStop, any other exception raised
+    while waiting (a signal handler's) goes on unchanged - all only after the group was killed and reaped.
+    OSError when the command cannot be started."""
     process = subprocess.Popen(list(argv), executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, preexec_fn=child_setup(os.getpid()))
     chunks: Dict[int, List[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
     try:
-        gone = _collect(process, chunks, list(watch), None if timeout_s is None else time.monotonic() + timeout_s)
+        gone = _collect(process, chunks, list(watch), None if timeout_s is None else time.monotonic() + timeout_s,
+                        check)
         if gone:
             raise ControllerGone("the controller went away (fd %s hung up): %s was stopped"
                                  % (",".join(str(fd) for fd in gone), " ".join(argv)))
@@ -235,6 +245,9 @@ def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str
     except TimedOut:
         kill_group(process, grace_s)
         raise TimedOut("%s did not end within %g s (it was stopped)" % (shlex.join(argv), timeout_s)) from None
+    except WatchStop as stop:
+        stop.left_running = kill_group(process, grace_s)
+        raise
     except BaseException:
         kill_group(process, grace_s)
         raise
@@ -260,7 +273,7 @@ def probe(argv: Sequence[str], timeout_s: Optional[float] = None) -> Tuple[Optio
 
 
 def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int],
-             deadline: Optional[float] = None) -> List[int]:
+             deadline: Optional[float] = None, check: Optional[Callable[[], None]] = None) -> List[int]:
     """Read the child's output until both pipes closed and the child exited; the watched fds that hung up (then
     it stops at once), else []. TimedOut when the monotonic clock passes ``deadline`` first."""
     poller = select.poll()
@@ -291,6 +304,8 @@ def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: L
                 pass
         if deadline is not None and time.monotonic() >= deadline and process.poll() is None:
             raise TimedOut()
+        if check is not None and process.poll() is None:
+            check()
         if process.poll() is not None:
             if not open_pipes:
                 return []

@@ -119,7 +119,9 @@ def failure_message(params: Mapping[str, Any], tool: str, records: Sequence[Mapp
         return None
     if command is None:
         return "%s reported an error: %s; %s" % (tool, " | ".join(errors), describe_source(params, None, None))
-    return "%s failed (exit code %s): %s; command: %s" % (tool, rc, " | ".join(errors), shlex.join(command))
+    # rc None: it never ended on its own (the stall watch stopped it)
+    ended = "did not end" if rc is None else "failed (exit code %s)" % rc
+    return "%s %s: %s; command: %s" % (tool, ended, " | ".join(errors), shlex.join(command))
 
 
 def read_input(params: Mapping[str, Any]) -> bytes:

@@ -43,8 +43,10 @@ from ._metrics import CACHE_BYPASS_MIN_FRACTION, cache_bypass, coefficient_of_va
 from ._parse.records import (
     apply_exit_code,
     empty_metrics,
+    job_ident,
     join_output,
     make_record,
+    partial_result,
     sha256_hex,
     tool_errors,
 )
@@ -52,7 +54,7 @@ from ._parse.errors import ParseError
 from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
 from ._tree import remove_tree
 from ._version_probe import ask_version
-from . import _blockdev, _cancel, _paths, _proc, _state_dir
+from . import _blockdev, _cancel, _paths, _proc, _stall, _state_dir
 # The cache fence, the write cache, raw grants and SSD steady state are imported where a job needs them: AnsiballZ
 # ships source, and each call compiles what it imports (most jobs use none of them).
 
@@ -339,6 +341,9 @@ LOCALE_C = {"LANG": "C", "LC_ALL": "C"}
 # its open 100 ms slice (docs/lab.md: a dd started within 0.15 s of other I/O on the disk read 2-5 % high).
 SETTLE_S = 0.3
 SETTLE_LIMIT_S = 5.0
+# A measured run whose disk has requests in flight and completes none this long is stopped (_stall.py). Past the
+# kernel's own command timeouts (SCSI 30 s, NVMe 30 s) and a retry or two: a slow disk is not a stalled one.
+STALL_TIMEOUT_S = 120.0
 
 # The options of a run (bench_run's argument spec, beside the record options it shares with bench_facts).
 _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
@@ -350,6 +355,7 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     creates=dict(type="path"),
     drop_caches=dict(type="bool", default=False),
     settle_s=dict(type="float", default=SETTLE_S),
+    stall_timeout_s=dict(type="float", default=STALL_TIMEOUT_S),
     device_io=dict(type="bool"),
     repeats=dict(type="int", default=1),
     max_repeats=dict(type="int"),
@@ -552,8 +558,8 @@ class Job:
 
     # ------------------------------------------------------------------ running commands
 
-    def run(self, argv):
-        """(rc, stdout bytes, stderr bytes) of argv, in chdir, LC_ALL=C, no shell."""
+    def run(self, argv, check=None):
+        """(rc, stdout bytes, stderr bytes) of argv, in chdir, LC_ALL=C, no shell; check: _proc.run's."""
         binary = self.binaries.get(argv[0]) or self.module.get_bin_path(argv[0]) or argv[0]
         if self.cwd is not None and not os.path.isdir(self.cwd):
             # say which option is wrong (Popen would only name the missing directory)
@@ -564,7 +570,8 @@ class Job:
         self.started_anything = True
         try:
             # Its own process group, killed and reaped on a signal or when the controller goes away (_proc.py).
-            done = _proc.run(argv, executable=binary, cwd=self.cwd, env=dict(os.environ, **LOCALE_C), watch=watch)
+            done = _proc.run(argv, executable=binary, cwd=self.cwd, env=dict(os.environ, **LOCALE_C), watch=watch,
+                             check=check)
         except OSError as error:
             raise RunError("cannot run %s: %s" % (shlex.join(argv), error))
         if done.strays:
@@ -876,9 +883,11 @@ class Job:
         before = _blockdev.read_stat(self.device) if want_io else None
         started = utc_now()
         try:
-            rc, stdout, stderr = self.run(argv)
+            rc, stdout, stderr = self.run(argv, check=_stall.watch_for(self.device, self.params["stall_timeout_s"]))
         except RunError as error:
             raise TaskFailed(str(error))
+        except _stall.Stalled as stall:
+            return self.stalled_run(argv, number, stall, started, tool)
         finished = utc_now()
         after = _blockdev.read_stat(self.device) if want_io else None
         raw = join_output(stdout, stderr)
@@ -903,7 +912,25 @@ class Job:
                 record["warnings"].append(not_idle)
             records.append(record)
         apply_exit_code(records, rc, text)
+        generation = (self.params["params"] or {}).get("verify_generation")
+        if generation is not None:
+            # fio_verify: each bad pattern block read again and told apart (flipped, stale, misplaced, not written).
+            from . import _verify
+            _verify.apply(records, text, self.target.get("test_file") or self.target.get("device_path"),
+                          int(generation))
         return tool, records, rc, raw
+
+    def stalled_run(self, argv, number, stall, started, tool):
+        """The one error record of a run the stall watch stopped: (tool, records, rc None, raw b"")."""
+        tool = tool or tool_name(self.params, argv)
+        self.last_command, self.last_rc = argv, None
+        result = partial_result(tool, None, job_ident(None, 0))
+        result["error"] = stall.message(argv[0])
+        record = make_record(result, test=self.params["test"], target=self.target, params=self.params["params"],
+                             started=started, finished=utc_now(), command=argv, exit_code=None, raw_sha256=None,
+                             device_io=None, tool_version=None)
+        self.keep("run", number, (result["error"] + "\n").encode("utf-8"))
+        return tool, [record], None, b""
 
     def settle(self, number):
         """Wait until the disk is idle (settle_s); a warning text when it never was within SETTLE_LIMIT_S, else None."""

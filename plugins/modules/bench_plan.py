@@ -243,6 +243,47 @@ options:
         O(tests) is set. The evidence playbook sets it from C(evidence_ssd_steady_state).
     type: bool
     default: false
+  include_verify:
+    description:
+      - Add the data-integrity test C(fio_verify) to a profile that does not have it (V(quick)); the other profiles
+        run it already. Ignored when O(tests) is set.
+    type: bool
+    default: false
+  fio_max_latency_ms:
+    description:
+      - Fail-fast on latency for every fio job, per direction - fio's C(max_latency). A completed read (write) slower
+        than this many milliseconds ends the job at once, and the report judges it C(slow), its reason naming the I/O,
+        its latency and the limit. V(0) - off. The record's params keep the limits (C(max_latency_ms)).
+      - fio judges only the I/Os that complete; an I/O that never does is the stall watch's (bench_run
+        C(stall_timeout_s)).
+    type: dict
+    default: {}
+    suboptions:
+      read:
+        description: Milliseconds; V(0) - off.
+        type: float
+        default: 0
+      write:
+        description: Milliseconds; V(0) - off.
+        type: float
+        default: 0
+  fio_rate_min_mb_per_s:
+    description:
+      - Fail-fast on throughput for every fio job, per direction - fio's C(rate_min) over fio's C(rate_cycle) of one
+        second - a rate under this many MB/s (10^6 bytes) ends the job, judged C(slow), its reason naming the rate and
+        the limit. V(0) - off. The record's params keep the limits
+        (C(rate_min_mb_per_s)).
+    type: dict
+    default: {}
+    suboptions:
+      read:
+        description: MB/s; V(0) - off.
+        type: float
+        default: 0
+      write:
+        description: MB/s; V(0) - off.
+        type: float
+        default: 0
 extends_documentation_fragment:
   - diskproof.fleet.attributes
 attributes:

@@ -91,6 +91,16 @@ options:
       - V(0) does not wait. No wait when the device is unknown.
     type: float
     default: 0.3
+  stall_timeout_s:
+    description:
+      - While a measured run goes, read the disk's C(/sys/block/<device>/stat) about once a second; when requests are
+        in flight and none completed for this many seconds, stop the run (its whole process group, as a cancel
+        does) - fio has no timeout for an I/O that never completes. The run's record gets an error that
+        starts with C(stalled) and names the device, the seconds and the requests in flight, and any process still
+        stuck in the kernel after SIGKILL; the task fails; the host's later tests still run.
+      - V(0) turns the watch off. No watch when the device is unknown.
+    type: float
+    default: 120
   device_io:
     description:
       - Snapshot C(/sys/block/<device>/stat) right before and after the run and put the difference in

@@ -63,6 +63,7 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
     coefficient_of_variation, primary_of, sum_of)
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none as _number
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fio_job import FAIL_FAST_PREFIX
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._baseline_trust import lost_baseline_hosts
 
 # 2: verdicts invalid/slow/regressed/unstable, reasons, identity peer groups, acceptance rules, baseline.
@@ -411,8 +412,16 @@ class Integrity(NamedTuple):
     verified_bytes: Any
     bad_blocks_total: int
     kinds: Tuple[Tuple[str, int], ...]   # (kind, count), most first
-    first: Optional[Tuple[Any, Any, Any]]   # (offset, length, detail) of the first bad block
+    blocks: Tuple[Tuple[Any, Any, Any, Any], ...]   # (offset, length, kind, detail): the first PAGE_BAD_BLOCKS
 
+    @property
+    def first(self) -> Optional[Tuple[Any, Any, Any]]:
+        """(offset, length, detail) of the first bad block."""
+        return None if not self.blocks else (self.blocks[0][0], self.blocks[0][1], self.blocks[0][3])
+
+
+# Bad blocks a page lists per entry (the record keeps 64, module_utils/_parse/fio_verify.py MAX_BAD_BLOCKS).
+PAGE_BAD_BLOCKS = 16
 
 # How a reason names each kind of bad block (module_utils/_parse/fio_verify.py KINDS).
 INTEGRITY_KIND_TEXT = {"flipped": "with changed data (flipped bits)", "misplaced": "holding another offset's data "
@@ -427,11 +436,12 @@ def _integrity(found: Any) -> Optional[Integrity]:
     kinds = _mapping(found.get("kinds"))
     counted = sorted(((str(kind), int(count)) for kind, count in kinds.items() if _number(count)),
                      key=lambda item: (-item[1], item[0]))
-    blocks = found.get("bad_blocks")
-    first = _mapping(blocks[0]) if isinstance(blocks, list) and blocks else None
+    listed = found.get("bad_blocks")
+    blocks = tuple((_own(block.get("offset")), _own(block.get("length")), _own(block.get("kind")),
+                    _own(block.get("detail")))
+                   for block in (_mapping(item) for item in (listed if isinstance(listed, list) else [])[:PAGE_BAD_BLOCKS]))
     return Integrity(_own(found.get("check")), _own(found.get("verified_bytes")), int(total or 0), tuple(counted),
-                     None if first is None else (_own(first.get("offset")), _own(first.get("length")),
-                                                 _own(first.get("detail"))))
+                     blocks)
 
 
 def integrity_reason(integrity: Integrity) -> str:
@@ -1170,7 +1180,9 @@ class _Judge:
                 bad.append((VERDICT_ERROR, str(facts.error)))
             return Entry(host, record, facts, VERDICT_CORRUPT, tuple(bad), (), None, None, None, None, None, None)
         if facts.error:
-            return _plain_entry(host, record, facts, VERDICT_ERROR, str(facts.error))
+            # fio's own fail-fast rule (max_latency=, rate_min=) ended the job: the disk was too slow, not the tool
+            slow = str(facts.error).startswith(FAIL_FAST_PREFIX)
+            return _plain_entry(host, record, facts, VERDICT_SLOW if slow else VERDICT_ERROR, str(facts.error))
         name, value = facts.metric_name, facts.metric_value
         if name is None or value is None:
             return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(facts))

@@ -30,7 +30,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Named
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
-    VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, latency_check_text, number_text, one_line_text)
+    INTEGRITY_KIND_TEXT, VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, latency_check_text, number_text,
+    one_line_text)
 
 _RUN_KEY_ORDER = ("playbook", "started", "finished", "controller_hostname", "ansible_version",
                   "collection_version", "inventory_size", "targeted_hosts")
@@ -319,6 +320,30 @@ def _problem_row(entry: Entry) -> List[str]:
             _metric_value(name, value), _deviation(entry), _reason(entry)]
 
 
+_BAD_BLOCK_HEADERS = ["Host", "Test", "Target", "Offset", "Length", "Kind", "What it holds"]
+_BAD_BLOCKS_NOTE = ("Each block of a verify test that did not read back as written (offset and length in bytes, in the "
+                    "test file or the raw device); the kind says what the block holds instead.")
+
+
+def _bad_block_rows(listing: "Listing") -> List[List[str]]:
+    """Every listed entry's bad blocks (the first of each, as its integrity keeps them), then how many more."""
+    rows: List[List[str]] = []
+    for entry in listing.entries:
+        integrity = None if entry.facts is None else entry.facts.integrity
+        if integrity is None or not integrity.bad_blocks_total:
+            continue
+        path = _target_of(entry)[0]
+        for offset, length, kind, detail in integrity.blocks:
+            rows.append([entry.host, _test_of(entry), path, _text(offset), _text(length),
+                         "%s: %s" % (_text(kind), INTEGRITY_KIND_TEXT.get(_text(kind), "")), _text(detail)])
+        more = integrity.bad_blocks_total - len(integrity.blocks)
+        if more > 0:
+            rows.append([entry.host, _test_of(entry), path, "", "", "",
+                         "{0:,} more bad blocks: the record's integrity.bad_blocks lists the first 64, kinds counts "
+                         "them all".format(more)])
+    return rows
+
+
 _LATENCY_HEADER = "Latency vs rule"
 
 
@@ -476,6 +501,12 @@ def write_markdown(report: Mapping[str, Any], listing: Listing, write: Write) ->
     else:
         out.add("Nothing: every result passes." if listing.total else "No results.")
     out.add("")
+
+    bad_blocks = _bad_block_rows(listing)
+    if bad_blocks:
+        out.add("## Bad blocks", "", _md(_BAD_BLOCKS_NOTE), "")
+        out.extend(_md_table(_BAD_BLOCK_HEADERS, bad_blocks))
+        out.add("")
 
     out.add("## Results by test", "", _md(_UNITS_NOTE) + " vs median: deviation from the group median.", "")
     tests = _tests(report, listing)
@@ -1139,6 +1170,14 @@ def write_html(report: Mapping[str, Any], listing: Listing, write: Write) -> Non
     else:
         write('<p class="empty">%s</p>' % ("Nothing: every result passes." if listing.total else "No results."))
     write("</section>")
+
+    bad_blocks = _bad_block_rows(listing)
+    if bad_blocks:
+        write('\n<section aria-labelledby="s-bad-blocks"><h2 id="s-bad-blocks">Bad blocks</h2>')
+        for part in _html_table_parts(_BAD_BLOCK_HEADERS, [("bad", row) for row in bad_blocks],
+                                      caption=_BAD_BLOCKS_NOTE, numeric=(3, 4), mono=(2, 3)):
+            write(part)
+        write("</section>")
 
     tests = _tests(report, listing)
     write('\n<section aria-labelledby="s-tests"><h2 id="s-tests">Results by test</h2>')

@@ -27,7 +27,7 @@ from typing import Any
 from . import DEFAULT_STATE_ROOT
 from .inventory import build_inventory, render_inventory
 from .journal import JOURNAL_FILE, Journal, read_journal
-from . import fob, nspawn, spikes
+from . import datafault, fob, nspawn, spikes, stall
 from .spec import DiskSpec, HostSpec, LabSpec, format_bytes
 from .system import (CLEAN_ENV, CommandError, device_for_major_minor, iface_exists, is_alive, is_mountpoint, kill,
                      loop_backing_file, loops_backed_by, major_minor, memory_available_bytes, mounts_under,
@@ -476,7 +476,17 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
             device = _new_loop_device(image, journal)
             numbers = major_minor(device)
             journal.record("loop_attached", image=image, device=device, major_minor=numbers)
-            devices[host.name].append({"device": device, "major_minor": numbers})
+            entry = {"device": device, "major_minor": numbers, "backing": image}
+            if disk.stalls:
+                # The stall fault: the host's disk is a loop device (direct I/O) over this one, whose I/O the
+                # stall process holds (tools/labkit/stall.py says why a throttle on the host's disk would not do).
+                lower, backing = entry, f"/dev/{device}"
+                journal.record("loop", image=backing)
+                device = _new_loop_device(backing, journal, direct_io=True)
+                journal.record("loop_attached", image=backing, device=device, major_minor=major_minor(device))
+                entry = {"device": device, "major_minor": major_minor(device), "backing": backing,
+                         "lower_device": lower["device"], "lower_major_minor": lower["major_minor"]}
+            devices[host.name].append(entry)
 
     # Each image is allocated whole, then mkfs'd (unthrottled, no lazy init left to eat the throttle budget later),
     # while the network comes up.
@@ -504,14 +514,17 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
                 throttled.append("write_iops")  # the watcher sets it once the disk is written: down removes it
             if disk.latency_spike_ms:   # the spike process sets both in each spike: down removes them
                 throttled.extend(key_name for key_name in ("read_iops", "write_iops") if key_name not in throttled)
-            journal.record("throttle", major_minor=device["major_minor"], image=images[(host.name, disk.index)], keys=throttled)
+            journal.record("throttle", major_minor=device["major_minor"], image=device["backing"], keys=throttled)
+            if disk.stalls:     # the stall process holds the lower device with both byte rules: down removes them
+                journal.record("throttle", major_minor=device["lower_major_minor"], image=images[(host.name, disk.index)],
+                               keys=["read_bytes_per_s", "write_bytes_per_s"])
             for key_name in throttled:
                 if getattr(disk, key_name):
                     _write_throttle(THROTTLE_FILES[key_name], device["major_minor"], getattr(disk, key_name))
-            _set_read_ahead(device["major_minor"], images[(host.name, disk.index)], journal)
+            _set_read_ahead(device["major_minor"], device["backing"], journal)
             dirty_limit = dirty_limit_bytes(host.memory_bytes)
             if dirty_limit:
-                _limit_dirty(device["major_minor"], images[(host.name, disk.index)], dirty_limit, journal)
+                _limit_dirty(device["major_minor"], device["backing"], dirty_limit, journal)
 
     # The disks warm while the hosts start and boot (the warm-up is seconds of throttled writing, a systemd host's
     # boot about as long): `up` returns once both are done.
@@ -524,6 +537,10 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
                     _start_fob_watcher(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
                 if disk.latency_spike_ms:
                     _start_spike_process(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
+                if disk.returns_wrong_data:
+                    _start_data_fault_process(spec, host, disk, images[(host.name, disk.index)], state_dir, journal)
+                if disk.stalls:
+                    _start_stall_process(spec, host, disk, devices[host.name][disk.index], state_dir, journal)
 
         spawned: dict[str, float] = {}
         cpu_group = _make_cpu_group(spec.name, journal)
@@ -562,9 +579,10 @@ def _prepare_disk(image: str, disk: DiskSpec, device: str) -> None:
              f"/dev/{device}"])
 
 
-def _new_loop_device(image: str, journal: Journal) -> str:
+def _new_loop_device(image: str, journal: Journal, direct_io: bool = False) -> str:
     """Attach image to a loop device made for it (LOOP_CTL_ADD, numbered above every loop device there is), journaled
-    so that `down` removes it again; return its name.
+    so that `down` removes it again; return its name. direct_io: the loop reads and writes its backing with O_DIRECT
+    (a loop device over a loop device: its requests stay in flight while the lower one holds them).
 
     Never an existing one, even a free one that looks pristine: a loop device's request queue and bdi outlive a
     detach, and with them kernel state that no sysfs file shows and nothing resets: the writeback's estimate of the
@@ -582,7 +600,8 @@ def _new_loop_device(image: str, journal: Journal) -> str:
                 continue
             device = f"loop{candidate}"
             journal.record("loop_created", device=device, major_minor=major_minor(device))
-            if run(["losetup", f"/dev/{device}", image], check=False).returncode == 0:
+            if run(["losetup", *(["--direct-io=on"] if direct_io else []), f"/dev/{device}", image],
+                   check=False).returncode == 0:
                 return device
             # taken meanwhile by someone's `losetup --find`: it is theirs now, down leaves it alone
     raise LabError(f"no new loop device could be attached to {image}")
@@ -675,14 +694,21 @@ def _start_sshd(spec: LabSpec, host: HostSpec, state_dir: str, journal: Journal,
     journal.record("sshd_pid", host=host.name, pid=pid)
 
 
-def fob_state_file(workdir: str, host_name: str, disk_index: int) -> str:
-    return os.path.join(workdir, "fob", f"{host_name}-d{disk_index}.json")
+# Where each kind of disk process (journal kind) writes its state, under the lab's work dir.
+DISK_STATE_FOLDERS = {"fob_watcher": "fob", "spike_process": "spikes", "data_fault_process": "datafaults",
+                      "stall_process": "stalls"}
 
 
-def _start_disk_process(what: str, kind: str, script: str, state_file: str, arguments: list[str], host: HostSpec,
+def disk_state_file(workdir: str, kind: str, host_name: str, disk_index: int) -> str:
+    """The state file of one disk's process of this kind (fob.py, spikes.py, datafault.py, stall.py)."""
+    return os.path.join(workdir, DISK_STATE_FOLDERS[kind], f"{host_name}-d{disk_index}.json")
+
+
+def _start_disk_process(what: str, kind: str, script: str, spec: LabSpec, arguments: list[str], host: HostSpec,
                         disk: DiskSpec, state_dir: str, journal: Journal) -> None:
-    """A process of its own for one disk (fob.py's watcher, spikes.py's spikes), journaled as `kind` with its pid
+    """A process of its own for one disk (fob.py, spikes.py, datafault.py, stall.py), journaled as `kind` with its pid
     and start time (down stops it by both); started once it has written its state file."""
+    state_file = disk_state_file(workdir_for(spec.name), kind, host.name, disk.index)
     os.makedirs(os.path.dirname(state_file), exist_ok=True)
     log = os.path.join(state_dir, LOG_DIR, f"{host.name}-d{disk.index}.{os.path.basename(script)[:-3]}.log")
     journal.record(kind, host=host.name, disk=disk.index)
@@ -695,23 +721,35 @@ def _start_disk_process(what: str, kind: str, script: str, state_file: str, argu
 def _start_fob_watcher(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
                        journal: Journal) -> None:
     """The fresh-SSD watcher of one disk (tools/labkit/fob.py)."""
-    _start_disk_process("fresh-SSD watcher", "fob_watcher", fob.__file__,
-                        fob_state_file(workdir_for(spec.name), host.name, disk.index),
+    _start_disk_process("fresh-SSD watcher", "fob_watcher", fob.__file__, spec,
                         [device["device"], device["major_minor"], str(disk.fob_bytes), str(disk.write_iops or 0),
                          str(disk.steady_write_iops), str(disk.unsteady_period_s or 0)], host, disk, state_dir, journal)
-
-
-def spike_state_file(workdir: str, host_name: str, disk_index: int) -> str:
-    return os.path.join(workdir, "spikes", f"{host_name}-d{disk_index}.json")
 
 
 def _start_spike_process(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
                          journal: Journal) -> None:
     """The latency-spike process of one disk (tools/labkit/spikes.py, a planted fault)."""
-    _start_disk_process("latency-spike process", "spike_process", spikes.__file__,
-                        spike_state_file(workdir_for(spec.name), host.name, disk.index),
+    _start_disk_process("latency-spike process", "spike_process", spikes.__file__, spec,
                         [device["major_minor"], str(disk.latency_spike_ms), str(disk.latency_spike_period_s),
                          str(disk.read_iops or 0), str(disk.write_iops or 0)], host, disk, state_dir, journal)
+
+
+def _start_data_fault_process(spec: LabSpec, host: HostSpec, disk: DiskSpec, image: str, state_dir: str,
+                              journal: Journal) -> None:
+    """The wrong-data process of one disk (tools/labkit/datafault.py, planted faults on its backing image)."""
+    def given(value: int | None) -> str:
+        return str(-1 if value is None else value)
+    _start_disk_process("wrong-data process", "data_fault_process", datafault.__file__, spec,
+                        [image, given(disk.flip_byte_at), given(disk.stale_region_at),
+                         given(disk.stale_region_bytes)], host, disk, state_dir, journal)
+
+
+def _start_stall_process(spec: LabSpec, host: HostSpec, disk: DiskSpec, device: dict[str, str], state_dir: str,
+                         journal: Journal) -> None:
+    """The stall process of one disk (tools/labkit/stall.py, a planted fault)."""
+    _start_disk_process("stall process", "stall_process", stall.__file__, spec,
+                        [device["device"], device["lower_major_minor"], str(disk.stall["stall_after_bytes"]),
+                         str(disk.stall["stall_s"])], host, disk, state_dir, journal)
 
 
 def _start_systemd_host(spec: LabSpec, host: HostSpec, devices: list[dict[str, str]], state_dir: str,
@@ -900,7 +938,8 @@ def summary_lines(spec: LabSpec, devices: dict[str, list[dict[str, str]]], state
             fresh = (f"; fresh SSD: {format_bytes(disk.fob_bytes)} at these speeds, then {disk.steady_write_iops} write IOPS"
                      + (f" alternating every {disk.unsteady_period_s} s" if disk.unsteady_period_s else "")
                      if disk.fob_bytes else "")
-            fresh += _spike_text(disk)
+            fresh += _spike_text(disk) + (_data_fault_text(disk, {}) if disk.returns_wrong_data else "")
+            fresh += _stall_text(disk, device, None) if disk.stalls else ""
             lines.append(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}) {format_bytes(disk.size_bytes)} "
                          f"{disk.mode} {where}: {_speeds_text(disk.speeds)}{fresh}")
     lines.append(f"inventory: {os.path.join(state_dir, INVENTORY_FILE)}")
@@ -1024,12 +1063,12 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
             problems.append(f"cannot remove cgroup {record['path']} (processes left in it?)")
 
     # 2b. fresh-SSD watchers and latency-spike processes, before the throttles they change are removed.
-    watchers = [r["pid"] for r in of("fob_watcher_pid") + of("spike_process_pid")
-                if is_alive(r["pid"]) and _process_start_time(r["pid"]) == r.get("start")]
+    watchers = [r["pid"] for r in of("fob_watcher_pid") + of("spike_process_pid") + of("data_fault_process_pid")
+                + of("stall_process_pid") if is_alive(r["pid"]) and _process_start_time(r["pid"]) == r.get("start")]
     kill(watchers, signal.SIGTERM)
     kill(wait_dead(watchers, 5.0), signal.SIGKILL)
     if wait_dead(watchers, 5.0):
-        problems.append(f"fresh-SSD watcher or latency-spike processes still alive: {watchers}")
+        problems.append(f"fresh-SSD watcher, latency-spike, wrong-data or stall processes still alive: {watchers}")
 
     # 3. throttles: only for a device that is still the loop of our own image.
     current = read_throttles()
@@ -1073,8 +1112,9 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
     for record in reversed([r for r in of("mount") if r.get("role") in ("overlay", "disk")]):
         _unmount(record["mountpoint"], problems)
 
-    # 5. loops: only those whose backing file is the image we recorded.
-    for record in of("loop"):
+    # 5. loops: only those whose backing file is the image we recorded; newest first (a stalling disk's loop
+    # device is backed by the loop device of its image).
+    for record in reversed(of("loop")):
         for device in loops_backed_by(record["image"]):
             run(["losetup", "--detach", f"/dev/{device}"], check=False)
             if not _retry(lambda d=device, i=record["image"]: loop_backing_file(d) != i, 5.0):
@@ -1247,7 +1287,7 @@ def status(state_dir: str, say: Printer = _say) -> bool:
             wanted = {k: v for k, v in disk.speeds.items() if v}
             fob_text = ""
             if disk.fob_bytes:
-                phase = _disk_process_state(fob_state_file(lab["workdir"], host.name, disk.index))
+                phase = _disk_process_state(disk_state_file(lab["workdir"], "fob_watcher", host.name, disk.index))
                 if phase.get("write_iops"):
                     wanted["write_iops"] = phase["write_iops"]
                 fob_text = (f"; fresh SSD: {phase.get('phase', 'WATCHER NOT RUNNING')}, "
@@ -1257,12 +1297,20 @@ def status(state_dir: str, say: Printer = _say) -> bool:
                 all_ok = all_ok and bool(phase)
             actual = throttles.get(device["major_minor"], {})
             if disk.latency_spike_ms:
-                spiked = _disk_process_state(spike_state_file(lab["workdir"], host.name, disk.index))
+                spiked = _disk_process_state(disk_state_file(lab["workdir"], "spike_process", host.name, disk.index))
                 fob_text += (_spike_text(disk) + f", {spiked.get('spikes', 0)} so far" if spiked
                              else "; latency spikes: PROCESS NOT RUNNING")
                 all_ok = all_ok and bool(spiked)
                 if actual == dict(wanted, read_iops=spikes.SPIKE_IOPS, write_iops=spikes.SPIKE_IOPS):
                     actual = wanted   # caught during a spike: the spike's own throttle
+            if disk.returns_wrong_data:
+                faulted = _disk_process_state(disk_state_file(lab["workdir"], "data_fault_process", host.name, disk.index))
+                fob_text += _data_fault_text(disk, faulted) if faulted else "; wrong data: PROCESS NOT RUNNING"
+                all_ok = all_ok and bool(faulted)
+            if disk.stalls:
+                held = _disk_process_state(disk_state_file(lab["workdir"], "stall_process", host.name, disk.index))
+                fob_text += _stall_text(disk, device, held) if held else "; stall: PROCESS NOT RUNNING"
+                all_ok = all_ok and bool(held)
             throttle = "throttle ok" if actual == wanted else f"THROTTLE MISMATCH (now {_speeds_text(actual)})"
             all_ok = all_ok and attached and actual == wanted
             say(f"  {'':<{width}}    d{disk.index} {device['device']} ({device['major_minor']}"
@@ -1277,6 +1325,28 @@ def _spike_text(disk: DiskSpec) -> str:
         return ""
     return (f"; latency spikes (a planted fault): IOPS {spikes.SPIKE_IOPS} for {disk.latency_spike_ms} ms every "
             f"{disk.latency_spike_period_s} s")
+
+
+def _data_fault_text(disk: DiskSpec, state: dict[str, Any]) -> str:
+    parts = []
+    if disk.flip_byte_at is not None:
+        parts.append(f"a bit of byte {disk.flip_byte_at} flipped after each write to its block"
+                     + (f", {state.get('flips') or 0} so far" if state else ""))
+    if disk.stale_region_at is not None:
+        length = disk.stale_region_bytes or datafault.DEFAULT_STALE_BYTES
+        parts.append(f"{format_bytes(length)} at {disk.stale_region_at} keep their first data, later writes undone"
+                     + (f", {state.get('put_backs') or 0} so far" if state else ""))
+    return "; wrong data (a planted fault): " + "; ".join(parts)
+
+
+def _stall_text(disk: DiskSpec, device: dict[str, str], state: dict[str, Any] | None) -> str:
+    text = (f"; stall (a planted fault): I/O held for {disk.stall['stall_s']} s once "
+            f"{format_bytes(disk.stall['stall_after_bytes'] or 0)} went through (a loop over "
+            f"{device.get('lower_device', '?')})")
+    if state:
+        text += (", holding now" if state.get("in_stall") else ", released" if state.get("released_at")
+                 else ", not yet begun")
+    return text
 
 
 def _disk_process_state(path: str) -> dict[str, Any]:

@@ -31,6 +31,8 @@ def build_inventory(spec: LabSpec, devices: dict[str, list[dict[str, str]]], key
                 **disk.speeds,
                 **({key: value for key, value in disk.fob.items() if value} if disk.fob_bytes else {}),
                 **({key: value for key, value in disk.spikes.items() if value} if disk.latency_spike_ms else {}),
+                **{key: value for key, value in disk.data_faults.items() if value is not None},
+                **({**disk.stall, "lower_device": device.get("lower_device")} if disk.stalls else {}),
                 "path": disk.path,
             })
         host_vars: dict[str, Any] = {"ansible_host": host.address, "diskproof_lab_init": host.init}

@@ -63,9 +63,17 @@ FOB_KEYS = ("fob_bytes", "steady_write_iops", "unsteady_period_s")
 # A planted fault, latency spikes: every latency_spike_period_s seconds the disk's read and write IOPS throttles drop to 1
 # for latency_spike_ms milliseconds (a fail-slow drive's tail). tools/labkit/spikes.py makes them.
 SPIKE_KEYS = ("latency_spike_ms", "latency_spike_period_s")
+# Planted faults, wrong data: byte flip_byte_at gets one bit flipped after each write to its block; the region of
+# stale_region_bytes (default 64 KiB) at stale_region_at keeps its first data, every later write undone (a write
+# that never landed). Offsets into the disk, as bytes or a size like 40MiB. tools/labkit/datafault.py plants them.
+DATA_FAULT_KEYS = ("flip_byte_at", "stale_region_at", "stale_region_bytes")
+# A planted fault, a stall: once stall_after_bytes have been read or written through the disk, it holds its I/O
+# (requests in flight, none completing) for stall_s seconds (default 30), once. tools/labkit/stall.py holds it.
+STALL_KEYS = ("stall_after_bytes", "stall_s")
+DEFAULT_STALL_S = 30
 # sparse: true keeps the image sparse (no memory taken up front); buffered writes to never-written parts of it then
 # cost the machine extra CPU (docs/lab.md, "Buffered writes"), so the lab's accuracy holds only for allocated disks.
-DISK_KEYS = ("size", "mode", "sparse") + SPEED_KEYS + FOB_KEYS + SPIKE_KEYS
+DISK_KEYS = ("size", "mode", "sparse") + SPEED_KEYS + FOB_KEYS + SPIKE_KEYS + DATA_FAULT_KEYS + STALL_KEYS
 PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 # Inside each host, filesystem disk N is mounted here.
 DISK_MOUNT_ROOT = "/srv/diskproof"
@@ -93,6 +101,11 @@ class DiskSpec:
     unsteady_period_s: int | None = None
     latency_spike_ms: int | None = None
     latency_spike_period_s: int | None = None
+    flip_byte_at: int | None = None
+    stale_region_at: int | None = None
+    stale_region_bytes: int | None = None
+    stall_after_bytes: int | None = None
+    stall_s: int | None = None
     sparse: bool = False
 
     @property
@@ -113,6 +126,27 @@ class DiskSpec:
     def spikes(self) -> dict[str, int | None]:
         """The latency-spike keys (all None for a disk without the fault)."""
         return {key: getattr(self, key) for key in SPIKE_KEYS}
+
+    @property
+    def data_faults(self) -> dict[str, int | None]:
+        """The wrong-data keys (all None for a disk without those faults)."""
+        return {key: getattr(self, key) for key in DATA_FAULT_KEYS}
+
+    @property
+    def returns_wrong_data(self) -> bool:
+        return self.flip_byte_at is not None or self.stale_region_at is not None
+
+    @property
+    def stalls(self) -> bool:
+        """The disk holds its I/O once (the stall fault): it is a loop device over a loop device of its image."""
+        return self.stall_after_bytes is not None
+
+    @property
+    def stall(self) -> dict[str, int | None]:
+        """The stall keys, stall_s with its default (all None for a disk without the fault)."""
+        if not self.stalls:
+            return {key: None for key in STALL_KEYS}
+        return {"stall_after_bytes": self.stall_after_bytes, "stall_s": self.stall_s or DEFAULT_STALL_S}
 
 
 @dataclass(frozen=True)
@@ -160,7 +194,8 @@ class LabSpec:
                     "netns": h.netns, "veth": h.veth, "init": h.init,
                     "disks": [
                         {"index": d.index, "mode": d.mode, "size_bytes": d.size_bytes, "sparse": d.sparse, **d.speeds,
-                         **d.fob, **d.spikes}
+                         **d.fob, **d.spikes, **d.data_faults,
+                         **{key: getattr(d, key) for key in STALL_KEYS}}
                         for d in h.disks
                     ],
                 }
@@ -381,9 +416,48 @@ def _disk(data: Any, index: int, path: str, problems: _Problems) -> DiskSpec | N
                      f"({spikes['latency_spike_period_s']} s), got {spikes['latency_spike_ms']} ms")
     if spikes and "fob_bytes" in data:
         problems.add(_join(path, "latency_spike_ms"), "cannot be combined with fob_bytes (both set the IOPS throttles)")
+    faults = _data_faults(data, path, size, problems)
+    stall: dict[str, int] = {}
+    if "stall_after_bytes" in data:
+        value = data["stall_after_bytes"] if is_int(data["stall_after_bytes"]) else _size_or_none(data["stall_after_bytes"])
+        if value is None or value < 0:
+            problems.add(_join(path, "stall_after_bytes"), f"must be a whole number of bytes or a size like 8MiB, got "
+                         f"{describe(data['stall_after_bytes'])}")
+        else:
+            stall["stall_after_bytes"] = value
+    if "stall_s" in data:
+        if "stall_after_bytes" not in data:
+            problems.add(_join(path, "stall_s"), "needs stall_after_bytes (when the stall begins)")
+        stall["stall_s"] = _positive_int(data["stall_s"], _join(path, "stall_s"), problems)
     if len(problems.items) > before or size is None:
         return None
-    return DiskSpec(index=index, mode=mode, size_bytes=size, sparse=sparse is True, **speeds, **fob, **spikes)
+    return DiskSpec(index=index, mode=mode, size_bytes=size, sparse=sparse is True, **speeds, **fob, **spikes,
+                    **faults, **stall)
+
+
+def _data_faults(data: dict[Any, Any], path: str, size: int | None, problems: _Problems) -> dict[str, int]:
+    """flip_byte_at, stale_region_at, stale_region_bytes: offsets inside the disk, the region whole blocks."""
+    faults: dict[str, int] = {}
+    for key in DATA_FAULT_KEYS:
+        if key not in data:
+            continue
+        value = data[key] if is_int(data[key]) else _size_or_none(data[key])
+        if value is None or value < (1 if key == "stale_region_bytes" else 0):
+            problems.add(_join(path, key), f"must be a whole number of bytes or a size like 40MiB, got "
+                         f"{describe(data[key])}")
+            continue
+        faults[key] = value
+    if "stale_region_bytes" in faults and "stale_region_at" not in data:
+        problems.add(_join(path, "stale_region_bytes"), "needs stale_region_at (where the stale region starts)")
+    for key in ("stale_region_at", "stale_region_bytes"):
+        if faults.get(key, 0) % 4096:
+            problems.add(_join(path, key), f"must be a multiple of 4096 (whole blocks), got {faults[key]}")
+    end = faults.get("stale_region_at", 0) + faults.get("stale_region_bytes", 64 * 1024) if "stale_region_at" in faults \
+        else faults.get("flip_byte_at", -1) + 1
+    if size is not None and max(end, faults.get("flip_byte_at", -1) + 1) > size:
+        problems.add(_join(path, "flip_byte_at" if "stale_region_at" not in faults else "stale_region_at"),
+                     f"must lie inside the disk ({size} bytes)")
+    return faults
 
 
 def _disks(data: Any, path: str, problems: _Problems) -> tuple[DiskSpec, ...] | None:

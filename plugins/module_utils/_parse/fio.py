@@ -32,9 +32,9 @@ import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .errors import ParseError
-from .fio_verify import VERIFY_ERRNO, BadBlock, bad_blocks
+from .fio_verify import VERIFY_ERRNO, BadBlock, bad_blocks, integrity_summary
 from .fio_job import (DIRECTIONS, PERCENTILES, TOOL, Direction, FioJob, LatencyStats, SteadyState, error_lines_by_code,
-                      error_message, exercised, make_direction, noise_warnings, pick_latency)
+                      error_message, fail_fast_lines, fail_fast_reason, exercised, make_direction, noise_warnings, pick_latency)
 from .records import partial_result
 from .units import KIB, NS_PER_US
 from .values import SP, line_markers
@@ -225,7 +225,7 @@ def _steadystate(raw: Dict[str, Any], path: str) -> Optional[SteadyState]:
 
 
 def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[str],
-         err_lines: Dict[str, str]) -> FioJob:
+         err_lines: Dict[str, str], early_lines: Dict[str, str]) -> FioJob:
     if not isinstance(raw, dict):
         raise ParseError(TOOL, "a job object at %s" % path, _json_text(raw))
     name = raw.get("jobname")
@@ -234,7 +234,10 @@ def _job(raw: Any, index: int, path: str, version: Optional[str], noise: List[st
     code = _integer(raw, "error", path)
     groupid = _integer(raw, "groupid", path) if "groupid" in raw else None
     warnings = list(noise_warnings(noise))
-    job = FioJob(index, name, groupid, _client(raw, path), version, code, error_message(code, name, err_lines))
+    error = error_message(code, name, err_lines)
+    early = fail_fast_reason(code, name, early_lines) if error else None
+    job = FioJob(index, name, groupid, _client(raw, path), version, code,
+                 "%s (%s)" % (early, error) if early else error)
     for direction in DIRECTIONS:
         setattr(job, direction, _direction(raw, direction, path, warnings))
     job.fsyncs = _fsyncs(raw, path)
@@ -403,6 +406,7 @@ def parse(text: str) -> List[FioJob]:
             return fio_text.parse(text)
         _raise_no_json(text, noise, failure)
     err_lines = error_lines_by_code(noise)
+    early_lines = fail_fast_lines(noise)
     blocks, noise = bad_blocks(noise)
     jobs: List[FioJob] = []
     raw_jobs_kept: List[Any] = []
@@ -413,7 +417,7 @@ def parse(text: str) -> List[FioJob]:
             path = "%s[%d]" % (key, position)
             if key == "client_stats" and isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT:
                 continue
-            jobs.append(_job(raw, len(jobs), path, version, noise, err_lines))
+            jobs.append(_job(raw, len(jobs), path, version, noise, err_lines, early_lines))
             raw_jobs_kept.append(raw)
     if not jobs:
         raise ParseError(TOOL, "at least one job in the fio JSON output", '"jobs": []')
@@ -440,24 +444,10 @@ def recognise(text: str) -> Optional[int]:
     return 2 if _FIO_MESSAGE.search(text) else None
 
 
-# A record keeps this many bad blocks in full (a disk that reads back zeros everywhere would print one per block);
-# bad_blocks_total and kinds count them all.
-MAX_BAD_BLOCKS = 64
-
-
 def integrity(job: FioJob) -> Dict[str, Any]:
     """The record's integrity of a verify job: what was checked, how much read back, every bad block's kind."""
-    blocks = job.bad_blocks or []
-    kinds: Dict[str, int] = {}
-    for block in blocks:
-        kinds[block.kind] = kinds.get(block.kind, 0) + 1
-    return {
-        "check": job.verify,
-        "verified_bytes": job.read.io_bytes if job.read is not None else 0,
-        "bad_blocks_total": max(len(blocks), job.verify_total_errors or 0),
-        "bad_blocks": [block.as_dict() for block in blocks[:MAX_BAD_BLOCKS]],
-        "kinds": kinds,
-    }
+    return integrity_summary(job.verify, job.read.io_bytes if job.read is not None else 0,
+                             job.verify_total_errors or 0, job.bad_blocks or [])
 
 
 def _result(job: FioJob) -> Dict[str, Any]:

@@ -171,6 +171,49 @@ def error_lines_by_code(noise: List[str]) -> Dict[str, str]:
     return found
 
 
+# fio's fail-fast options (max_latency=, rate_min=) end a job with ETIMEDOUT / EIO and one line saying why.
+_MAX_LATENCY = re.compile(r"fio: latency of ([0-9]+) nsec exceeds specified max \(([0-9]+) nsec\): .* (read|write|trim) "
+                          r"[0-9]+ [0-9]+$")
+_RATE_MIN = re.compile(r"^(?P<job>.+?): rate_min=(?P<min>[0-9]+)B/s not met, got (?P<got>[0-9]+)B/s$")
+ETIMEDOUT, EIO = 110, 5
+# How a fail-fast end starts the record's error: the report judges such a record slow, not error (the disk was
+# measured and found too slow; the tool did not break).
+FAIL_FAST_PREFIX = "fail-fast: "
+
+
+def _ms(ns: str) -> str:
+    ms = int(ns) / 1e6
+    return ("%.1f ms" if ms >= 1 else "%.3f ms") % ms
+
+
+def fail_fast_lines(noise: List[str]) -> Dict[str, str]:
+    """What fio's fail-fast lines say, read once for all jobs: {"": the first max_latency reason, job name: its
+    rate_min reason}."""
+    found: Dict[str, str] = {}
+    for line in noise:
+        text = line.strip()
+        latency = _MAX_LATENCY.search(text)
+        if latency:
+            found.setdefault("", FAIL_FAST_PREFIX + "a %s took %s, over max_latency %s" % (
+                latency.group(3), _ms(latency.group(1)), _ms(latency.group(2))))
+            continue
+        rate = _RATE_MIN.match(text)
+        if rate:
+            found.setdefault(rate.group("job"), FAIL_FAST_PREFIX + "%.2f MB/s, under rate_min %.2f MB/s" % (
+                int(rate.group("got")) / 1e6, int(rate.group("min")) / 1e6))
+    return found
+
+
+def fail_fast_reason(code: int, name: str, found: Dict[str, str]) -> Optional[str]:
+    """Why a job with max_latency= (ETIMEDOUT) or rate_min= (EIO) ended early, from fail_fast_lines; None for any
+    other end. fio's max_latency line does not name the job; a job ended by ETIMEDOUT takes it."""
+    if code == ETIMEDOUT:
+        return found.get("")
+    if code == EIO:
+        return found.get(name) if name else None
+    return None
+
+
 def error_message(code: int, name: str, err_lines: Dict[str, str]) -> Optional[str]:
     if code == 0:
         return None

@@ -63,6 +63,21 @@ class BadBlock:
                 "detail": self.detail}
 
 
+# A record keeps this many bad blocks in full (a disk that reads back zeros everywhere would print one per block);
+# bad_blocks_total and kinds count them all.
+MAX_BAD_BLOCKS = 64
+
+
+def integrity_summary(check: object, verified_bytes: object, total: int, blocks: Sequence[BadBlock]) -> Dict[str, object]:
+    """A record's integrity: what was checked, how much read back, the bad blocks (the first MAX_BAD_BLOCKS in
+    full) and how many of each kind."""
+    kinds: Dict[str, int] = {}
+    for block in blocks:
+        kinds[block.kind] = kinds.get(block.kind, 0) + 1
+    return {"check": check, "verified_bytes": verified_bytes, "bad_blocks_total": max(len(blocks), total),
+            "bad_blocks": [block.as_dict() for block in blocks[:MAX_BAD_BLOCKS]], "kinds": kinds}
+
+
 def _header_kind(what: str) -> str:
     if what.startswith("bad magic header"):
         return KIND_NOT_WRITTEN

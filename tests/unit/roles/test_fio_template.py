@@ -11,6 +11,7 @@ import subprocess
 import jinja2
 import pytest
 
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import join_output, parse_output
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import CATALOG, Settings, TargetFacts, build_plan
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[3] / "roles" / "benchmark" / "templates" / "fio_job.ini.j2"
@@ -46,8 +47,10 @@ def settings_of(text):
 
 def test_the_catalog_has_the_fio_tests():
     # Every fio test of the full profile (the SSD steady-state tests: test_ssd_steady_state.py).
+    # (fio_verify runs as its two passes)
     assert sorted(job["test"] for job in FIO_JOBS) == sorted(
-        test for test, entry in CATALOG.items() if entry.tool == "fio" and not entry.raw_only)
+        [test for test, entry in CATALOG.items() if entry.tool == "fio" and not entry.raw_only
+         and test != "fio_verify"] + ["fio_verify_1of2", "fio_verify_2of2"])
     assert "fio_rand_read" in READ_ONLY and "fio_rand_write" not in READ_ONLY
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_read") == sorted(READ_ONLY)
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_write") == sorted(
@@ -66,7 +69,11 @@ def test_rendered_job_file_passes_fio_parse_only(job, tmp_path):
     fio = job["fio"]
     assert lines["filename"] == fio["filename"] and lines["rw"] == fio["rw"] and int(lines["bs"]) == fio["bs"]
     assert int(lines["iodepth"]) == fio["iodepth"] and int(lines["size"]) == fio["size"]
-    assert lines["allow_file_create"] == "0" and lines["time_based"] == "1"
+    assert lines["allow_file_create"] == "0"
+    # fio_verify writes and reads back every block once: not timed.
+    assert lines.get("time_based") == (None if job["test"].startswith("fio_verify_") else "1")
+    assert (lines.get("verify"), lines.get("verify_pattern")) == (
+        ("pattern", fio["verify_pattern"]) if job["test"].startswith("fio_verify_") else (None, None))
     assert ("fdatasync" in lines) == bool(fio["fdatasync"]) and ("rwmixread" in lines) == (fio["rwmixread"] is not None)
     assert "readonly" not in lines   # fio has no such job option: the flag is on the command line
     assert ("--readonly" in job["argv"]) == (job["test"] in READ_ONLY)
@@ -137,3 +144,42 @@ def test_a_raw_read_job_really_runs_read_only_on_a_loop_device(loop_device, tmp_
     report = json.loads(result.stdout)
     assert report["jobs"][0]["read"]["io_bytes"] > 0 and report["jobs"][0]["write"]["io_bytes"] == 0
     assert after[0] > before[0] and after[1] == before[1]   # read from the device, not one sector written
+
+
+FAIL_FAST = Settings(run_id="20261122T000000Z-abcd", memory_bytes=1 << 30, profile="full", fio_max_write_latency_ms=50,
+                     fio_min_read_mb_per_s=4.5)
+FAIL_FAST_JOBS = [job for job in build_plan(
+    [TargetFacts(path="/srv/disk-1", free_bytes=1 << 40, filesystem_size_bytes=1 << 41, device="sdb")], FAIL_FAST,
+).jobs if job["fio"]]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+@pytest.mark.parametrize("job", FAIL_FAST_JOBS, ids=[job["test"] for job in FAIL_FAST_JOBS])
+def test_fail_fast_limits_reach_every_fio_job(job, tmp_path):
+    text = render(job)
+    assert parse_only(job, text, tmp_path).returncode == 0
+    lines = settings_of(text)
+    # microseconds and bytes/s, read,write; 0: that direction off
+    assert (lines["max_latency"], lines["rate_min"], lines["rate_cycle"]) == ("0,50000", "4500000,0", "1000")
+    assert job["params"]["max_latency_ms"] == {"read": 0.0, "write": 50}
+    assert job["params"]["rate_min_mb_per_s"] == {"read": 4.5, "write": 0.0}
+    # without limits: no lines, nothing in params
+    assert "max_latency" not in settings_of(render(FIO_JOBS[0])) and "max_latency_ms" not in FIO_JOBS[0]["params"]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_a_rendered_max_latency_really_ends_the_job(loop_device, tmp_path):
+    # A read limit of 1 microsecond: no read of a loop device is that fast, so fio must end the job at once.
+    (job,) = build_plan(
+        [TargetFacts(path=loop_device, kind="raw", device_path=loop_device, device=os.path.basename(loop_device),
+                     device_size_bytes=16 << 20, granted_class="raw_read")],
+        Settings(run_id="t", memory_bytes=64 << 20, tests=("fio_rand_read",), fio_runtime_s=5, fio_ramp_s=0,
+                 fio_max_read_latency_ms=0.001),
+    ).jobs
+    job_file = tmp_path / "job.fio"
+    job_file.write_text(render(job))
+    run = subprocess.run(job["argv"] + [str(job_file)], capture_output=True, check=False, timeout=60)
+    _tool, (result,) = parse_output(join_output(run.stdout, run.stderr).decode())
+    assert run.returncode != 0
+    assert result["error"].startswith("fail-fast: a read took "), result["error"]
+    assert ", over max_latency 0.001 ms (" in result["error"]

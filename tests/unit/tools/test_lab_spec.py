@@ -240,8 +240,16 @@ BAD_SPECS = [
         ["color: unknown key (allowed: buffered_writes, defaults, hosts, name, subnet)",
          "defaults.disk: unknown key (allowed: disks, init, memory_bytes)",
          "hosts[0].cpus: unknown key (allowed: disks, init, memory_bytes, name)",
-         "hosts[0].disks[0].speed: unknown key (allowed: fob_bytes, latency_spike_ms, latency_spike_period_s, mode, "
-         "read_bytes_per_s, read_iops, size, sparse, steady_write_iops, unsteady_period_s, write_bytes_per_s, write_iops)"],
+         "hosts[0].disks[0].speed: unknown key (allowed: flip_byte_at, fob_bytes, latency_spike_ms, "
+         "latency_spike_period_s, mode, read_bytes_per_s, read_iops, size, sparse, stale_region_at, stale_region_bytes, "
+         "stall_after_bytes, stall_s, steady_write_iops, unsteady_period_s, write_bytes_per_s, write_iops)"],
+        id="unknown-keys-at-every-level"),
+    pytest.param(
+        spec_with(hosts=[{"name": "n01", "disks": [dict(DISK, stall_s=5), dict(DISK, stall_after_bytes="8M"),
+                                                   dict(DISK, stall_after_bytes="8MiB", stall_s=0)]}]),
+        ["hosts[0].disks[0].stall_s: needs stall_after_bytes (when the stall begins)",
+         'hosts[0].disks[1].stall_after_bytes: must be a whole number of bytes or a size like 8MiB, got "8M"',
+         "hosts[0].disks[2].stall_s: must be a positive integer, got 0"],
         id="unknown-keys-at-every-level"),
     pytest.param(
         spec_with(hosts=[{"name": "n01"}, {"name": "n02"}, {"name": "n01"}, {"name": "n02"}]),

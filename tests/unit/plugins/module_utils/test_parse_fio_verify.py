@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio
+from ansible_collections.diskproof.fleet.plugins.module_utils._parse import fio, fio_verify
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fio_verify import KINDS, bad_blocks
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import INTEGRITY_KIND_TEXT
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
@@ -93,7 +93,7 @@ def test_more_bad_blocks_than_a_record_keeps_are_counted():
     _tool, (result,) = parse_output(text)
     integrity = make_record(result)["integrity"]
     assert integrity["bad_blocks_total"] == 18 + 256
-    assert len(integrity["bad_blocks"]) == fio.MAX_BAD_BLOCKS
+    assert len(integrity["bad_blocks"]) == fio_verify.MAX_BAD_BLOCKS
     assert integrity["kinds"] == {"unclassified": 18 + 256}
 
 

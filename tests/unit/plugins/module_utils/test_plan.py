@@ -1,6 +1,8 @@
 """The benchmark plan: catalog, profiles, sizing, alignment, free space, exact argv, refusals."""
 from __future__ import annotations
 
+import binascii
+
 import dataclasses
 
 import pytest
@@ -139,7 +141,8 @@ def test_standard_plan_is_sized_from_memory_and_every_job_is_exact():
     assert plan.test_file_bytes == 256 * MIB and plan.repeats == 3 and plan.max_repeats == 5
     assert plan.run_dirs == ["/srv/a/diskproof-r1"]
     jobs = {job["test"]: job for job in plan.jobs}
-    assert list(jobs) == list(PROFILES["standard"].tests)
+    assert list(jobs) == [test for test in PROFILES["standard"].tests if test != "fio_verify"] + [
+        "fio_verify_1of2", "fio_verify_2of2"]
     test_file = "/srv/a/diskproof-r1/diskproof.testfile"
     expected_write = ["dd", "if=/dev/zero", "of=" + test_file, "bs=1048576", "count=256", "conv=fdatasync"]
     assert jobs["dd_seq_write"]["argv"] == expected_write
@@ -154,7 +157,8 @@ def test_standard_plan_is_sized_from_memory_and_every_job_is_exact():
     assert jobs["fio_rand_write"]["argv"] == jobs["fio_mixed_70_30"]["argv"] == ["fio", "--output-format=json"]
     assert rand["fio"] == {"name": "fio_rand_read", "filename": test_file, "rw": "randread", "bs": 4096, "iodepth": 32,
                            "size": 256 * MIB, "runtime": 30, "ramp_time": 2, "direct": 1, "ioengine": "libaio",
-                           "rwmixread": None, "fdatasync": None, "readonly": True, "raw": False}
+                           "rwmixread": None, "fdatasync": None, "readonly": True, "raw": False,
+                           "max_latency": None, "rate_min": None}
     assert jobs["fio_rand_read_qd1"]["fio"]["iodepth"] == 1
     assert jobs["fio_mixed_70_30"]["fio"]["rwmixread"] == 70
     commit = jobs["fio_commit_rate"]["fio"]
@@ -166,6 +170,45 @@ def test_standard_plan_is_sized_from_memory_and_every_job_is_exact():
     expected_ioping = ["ioping", "-B", "-D", "-c", "30", "-i", "100ms", "-s", "4096", "-S", "268435456", test_file]
     assert jobs["ioping_latency"]["argv"] == expected_ioping
     assert all(job["target"]["path"] == "/srv/a" and job["target"]["test_file"] == test_file for job in plan.jobs)
+
+
+def test_fio_verify_is_two_write_and_verify_passes_each_of_its_own_generation():
+    plan = build_plan([disk()], settings(tests=("fio_verify",)))
+    assert [job["test"] for job in plan.jobs] == ["dd_seq_write", "fio_verify_1of2", "fio_verify_2of2"]
+    first, second = plan.jobs[1:]
+    tag = binascii.crc32(b"r1") & 0xFFFF
+    for number, job in enumerate((first, second), 1):
+        generation = tag << 16 | number
+        # The whole test file once, sequential 4 KiB blocks, O_DIRECT: not timed, so every block is read back.
+        assert job["fio"] == {"name": "fio_verify_%dof2" % number, "filename": "/srv/a/diskproof-r1/diskproof.testfile",
+                              "rw": "write", "bs": 4096, "iodepth": 16, "size": 256 * MIB, "runtime": None,
+                              "ramp_time": None, "direct": 1, "ioengine": "libaio", "rwmixread": None,
+                              "fdatasync": None, "readonly": False, "raw": False, "time_based": False,
+                              "verify_pattern": "0x%08x%%o" % generation, "max_latency": None, "rate_min": None}
+        assert job["params"]["verify_generation"] == generation and job["params"]["verify_pass"] == number
+        assert (job["repeats"], job["max_repeats"], job["params"]["judged_on"]) == (1, 1, "bytes_per_s")
+        assert job["estimate_s"] == pytest.approx(2 * 256 * MIB / 150e6)
+
+
+def test_include_verify_adds_fio_verify_to_quick_and_an_explicit_list_wins():
+    quick = build_plan([disk()], settings(profile="quick", include_verify=True))
+    assert [job["test"] for job in quick.jobs][-2:] == ["fio_verify_1of2", "fio_verify_2of2"]
+    assert "fio_verify" in quick.tests
+    plain = build_plan([disk()], settings(profile="quick"))
+    assert not any(job["test"].startswith("fio_verify") for job in plain.jobs)
+    explicit = build_plan([disk()], settings(profile="quick", include_verify=True, tests=("fio_rand_read",)))
+    assert [job["test"] for job in explicit.jobs] == ["dd_seq_write", "fio_rand_read"]
+
+
+def test_fio_verify_writes_a_raw_device_only_behind_raw_write():
+    plan = build_plan([raw(granted="raw_write")], settings(tests=("fio_verify",)))
+    assert [(job["test"], job["fio"]["filename"], job["fio"]["size"]) for job in plan.jobs] == [
+        ("fio_verify_1of2", "/dev/sdc", 256 * MIB), ("fio_verify_2of2", "/dev/sdc", 256 * MIB)]
+    # In a profile a raw_read device skips it, saying why; asked for by name, it refuses the plan (the interlock).
+    skipped = build_plan([raw()], settings(profile="standard"))
+    assert {"target": "/dev/sdc", "test": "fio_verify", "reason": "needs_raw_write"} in skipped.skipped
+    with pytest.raises(PlanError, match="raw_read: fio_verify writes to the device"):
+        build_plan([raw()], settings(tests=("fio_verify",)))
 
 
 def test_a_cache_fence_sizes_buffered_files_and_fences_only_buffered_tests():
@@ -545,12 +588,13 @@ def test_each_test_file_is_removed_after_the_last_test_that_reads_it():
     removals = [(job["test"], job["target"]["path"], job["cleanup"]) for job in plan.jobs if job["cleanup"]]
     assert removals == [("fio_rand_read", path, [["rm", "-f", "--", path + "/diskproof-r1/diskproof.testfile"]])
                         for path in THREE]
-    # sysbench keeps its own cleanup first; the test file goes after the last test that reads it (ioping here).
+    # sysbench keeps its own cleanup first; the test file goes after the last test that uses it (fio_verify's last
+    # pass here).
     standard = build_plan([on_fs("/srv/a", free=2 * GIB)], settings())
     cleanups = {job["test"]: job["cleanup"] for job in standard.jobs if job["cleanup"]}
-    assert list(cleanups) == ["sysbench_rndrd", "ioping_latency"]
+    assert list(cleanups) == ["sysbench_rndrd", "fio_verify_2of2"]
     assert cleanups["sysbench_rndrd"][0][-1] == "cleanup"
-    assert cleanups["ioping_latency"] == [["rm", "-f", "--", "/srv/a/diskproof-r1/diskproof.testfile"]]
+    assert cleanups["fio_verify_2of2"] == [["rm", "-f", "--", "/srv/a/diskproof-r1/diskproof.testfile"]]
     # A test file that only dd_seq_write uses is removed by that job.
     (only,) = build_plan([on_fs("/srv/a")], settings(tests=("dd_seq_write",))).jobs
     assert only["cleanup"] == [["rm", "-f", "--", "/srv/a/diskproof-r1/diskproof.testfile"]]
@@ -612,3 +656,11 @@ def test_filesystems_are_grouped_by_st_dev_and_checked_apart():
     targets = [disk("/srv/a", free=GIB + 256 * MIB, size=4 * GIB), disk("/srv/b", free=GIB + 256 * MIB, size=4 * GIB)]
     plan = build_plan(targets, settings(tests=("dd_seq_write",)))
     assert sorted(figures["targets"] for figures in plan.filesystems.values()) == [["/srv/a"], ["/srv/b"]]
+
+
+@pytest.mark.parametrize("name", ["fio_max_read_latency_ms", "fio_max_write_latency_ms", "fio_min_read_mb_per_s",
+                                  "fio_min_write_mb_per_s"])
+@pytest.mark.parametrize("value", [-1, True, "5", 1e9])
+def test_fail_fast_limits_must_be_numbers_of_at_least_zero(name, value):
+    with pytest.raises(PlanError, match="%s must be a number >= 0 \\(0: off\\)" % name):
+        build_plan([disk()], settings(**{name: value}))

@@ -50,7 +50,7 @@ def test_check_mode_plans_and_creates_nothing(tmp_path, capsys):
                               reserve_min_bytes=0)
     assert code == 0 and result["changed"] is False and result["run_dirs"] == []
     assert os.listdir(tmp_path) == []
-    assert len(result["plan"]["jobs"]) == 13 and result["run_id"]
+    assert len(result["plan"]["jobs"]) == 15 and result["run_id"]   # fio_verify: two passes
 
 
 def test_memory_figure_defaults_to_memtotal(tmp_path, capsys):

@@ -586,3 +586,33 @@ def test_no_latency_column_without_a_latency_rule():
     report, entries = judged(fleet)
     parsed = parse(render.render_html(report, entries))
     assert all("Latency vs rule" not in rows[0] for rows in parsed.tables)
+
+
+def _verify_capture_record(host_path="/dev/loop9"):
+    """A real capture (fio 3.33 verifying a loop device with three planted faults, tests/fixtures/fio/
+    fio333-verify-pattern-three-faults.src.md) as bench_facts makes its record."""
+    from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import make_record, parse_output
+    text = (_ROOT / "tests" / "fixtures" / "fio" / "fio333-verify-pattern-three-faults.txt").read_text(encoding="utf-8")
+    _tool, (result,) = parse_output(text)
+    return make_record(result, test="fio_verify_2of2", target={"path": host_path, "device": "loop9", "serial": "V1"},
+                       params={"block_size": 4096, "direct": True, "judged_on": "bytes_per_s"})
+
+
+def test_bad_blocks_are_listed_with_offset_length_and_kind():
+    report, entries = judged({"v1": [_verify_capture_record()]})
+    parsed = parse(render.render_html(report, entries))
+    table = next(rows for rows in parsed.tables if rows[0] == render._BAD_BLOCK_HEADERS)
+    # The first 16 of the 18 the record holds, then the count of the rest.
+    assert len(table) == 1 + agg.PAGE_BAD_BLOCKS + 1
+    assert table[1][:6] == ["v1", "fio_verify_2of2", "/dev/loop9", "1048576", "4096",
+                            "unclassified: not classified"]
+    assert table[1][6].startswith("pattern differs at byte 100 of the block: got 0x10, wanted 0x00")
+    assert table[-1][6].startswith("2 more bad blocks")
+    markdown = render.render_markdown(report, entries)
+    assert "## Bad blocks" in markdown and "| v1 | fio_verify_2of2 | /dev/loop9 | 3145728 | 4096 |" in markdown
+
+
+def test_no_bad_blocks_section_without_a_bad_block():
+    report, entries = judged({"h1": [_random_read(1.2e6, 2.4e6)]})
+    assert "Bad blocks" not in render.render_html(report, entries)
+    assert "## Bad blocks" not in render.render_markdown(report, entries)
