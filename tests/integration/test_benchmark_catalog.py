@@ -74,7 +74,7 @@ def test_check_mode_prints_the_plan_and_changes_nothing(bcat, tmp_path):
     before = disk_state(bcat)
     rc, output, _report = playbook(REPO / "playbooks" / "validate.yml", tmp_path, check=True)
     assert rc == 0, output[-3000:]
-    assert "profile standard: 13 tests, 13 jobs, 3 run(s) each (up to 5 when unstable)" in output
+    assert "profile standard: 14 tests, 15 jobs, 3 run(s) each (up to 5 when unstable)" in output
     assert "test file 64.0 MiB = 2 x cache fence 32.0 MiB, rounded to whole blocks" in output
     assert "/srv/diskproof/d0: needs 128.0 MiB, keeps 64.0 MiB free of" in output
     assert "fio_mixed_70_30" in output and "sysbench_rndrd" in output

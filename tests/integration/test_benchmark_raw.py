@@ -97,7 +97,7 @@ def test_check_mode_plans_the_read_tests_on_the_device_and_says_why_the_others_a
     assert ("%s: raw device %s (raw_read), 1.0 GiB, logical block 512 B: tests run on the device node" % (device, device)
             in output)
     assert ("%s (raw_read): skipped dd_seq_write_direct, fio_seq_write, fio_rand_write, fio_rand_write_qd1, "
-            "fio_mixed_70_30, fio_commit_rate: they write to the device" % device) in output
+            "fio_mixed_70_30, fio_commit_rate, fio_verify: they write to the device" % device) in output
     assert "%s (raw_read): skipped dd_seq_write, sysbench_rndrd: they need a filesystem" % device in output
     assert_untouched(braw)
 

@@ -34,7 +34,7 @@ BIN = Path(sys.executable).parent
 SHORT = ["benchmark_fio_runtime_s=3", "benchmark_repeats=1", "quiesce_idle_window=1", "diskproof_memory_bytes=33554432"]
 EVIDENCE_TESTS = ["dd_seq_write", "dd_seq_write_direct", "dd_block_sweep_4k", "dd_block_sweep_100k", "dd_block_sweep_1m",
                   "dd_block_sweep_10m", "dd_seq_read", "bonnie", "fio_seq_write", "fio_seq_read", "fio_rand_read",
-                  "fio_rand_write", "fio_commit_rate"]
+                  "fio_rand_write", "fio_commit_rate", "fio_verify_1of2", "fio_verify_2of2"]
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("gpg") is None or shutil.which("sha256sum") is None,
@@ -169,6 +169,6 @@ def test_evidence_bundle_per_disk_verifies_and_nothing_is_left_on_the_host(evid,
 def test_check_mode_plans_only(evid, tmp_path):
     rc, output, _report = playbook(tmp_path, check=True)
     assert rc == 0, output[-4000:]
-    assert "profile evidence: 10 tests, 13 jobs, 1 run(s) each" in output
+    assert "profile evidence: 11 tests, 15 jobs, 1 run(s) each" in output
     assert not (tmp_path / "evidence").exists() and not (REPO / "playbooks" / "evidence").exists()
     assert host_leftovers(evid) == []
