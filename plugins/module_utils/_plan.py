@@ -147,6 +147,12 @@ CATALOG: Dict[str, CatalogEntry] = {
     "fio_verify": CatalogEntry("fio", "data integrity: write 4 KiB blocks that carry their offset and the pass's "
                                "generation, read each back and compare (fio verify=pattern), two passes", True, False,
                                BYTES, raw="write", direct_block=RANDOM),
+    # Burn-in (profile burnin, docs/tests.md): write-and-verify cycles over the whole target within a time budget, the
+    # disk's health counters read around each (module_utils/_burnin.py), a job per cycle (burnin_3of40 ...).
+    "burnin": CatalogEntry("fio", "burn-in: cycles of 1 MiB blocks that carry their offset and the cycle's generation, "
+                           "written over the whole target (a raw_write device: all of it) and read back, within "
+                           "a time budget; stopped at a new media error, CRC error or critical warning", True, False,
+                           BYTES, raw="write", direct_block=SEQUENTIAL),
     # SSD steady state (SNIA PTS style): raw_write devices only, in this order; docs/tests.md.
     "ssd_precondition": CatalogEntry("fio", "SSD preconditioning: sequential 128 KiB writes, QD32, direct, of 2 x the "
                                      "device's capacity (optionally purged first)", False, False, BYTES, raw="write",
@@ -165,6 +171,10 @@ SSD_PRECONDITION_IODEPTH = 32
 # fio_verify: two passes, so that a write that never landed shows as the first pass's data (stale), not as zeros.
 VERIFY_PASSES = 2
 VERIFY_IODEPTH = 16
+# burnin: at most this many cycles per target (a loop item each); QD of its 1 MiB writes and reads.
+BURNIN_MAX_CYCLES = 1000
+BURNIN_IODEPTH = 8
+BURNIN_MAX_HOURS = 24 * 30
 # Progress: the preconditioning runs as this many jobs per pass over the device, each a loop item of its own.
 SSD_PRECONDITION_PARTS_PER_PASS = 4
 # fio's IOPS criteria (the catalog's steady-state tests judge IOPS): iops:<limit>[%] or iops_slope:<limit>[%].
@@ -201,8 +211,10 @@ PROFILES: Dict[str, Profile] = {
                          "fio_seq_write", "fio_seq_read", "fio_rand_read", "fio_rand_write", "fio_commit_rate",
                          "fio_verify"), 3, 5, 30,
                         "vendor dispute: dd and bonnie++ first (vendors trust them), then fio"),
-    "full": Profile(tuple(test for test in CATALOG_ORDER if test not in SSD_TESTS), 3, 5, 30,
-                    "everything in the catalog but the SSD steady-state tests"),
+    "full": Profile(tuple(test for test in CATALOG_ORDER if test not in SSD_TESTS and test != "burnin"), 3, 5, 30,
+                    "everything in the catalog but the SSD steady-state tests and the burn-in"),
+    "burnin": Profile(("dd_seq_write", "burnin"), 1, 1, 30, "handover burn-in: write-and-verify cycles over each "
+                      "target for burnin_hours, health counters read around every cycle"),
     "ssd_steady_state": Profile(SSD_TESTS, 1, 1, 30, "fresh SSDs on raw_write devices: precondition, then random "
                                 "write and read until steady"),
 }
@@ -299,6 +311,8 @@ class Settings:
     fio_max_write_latency_ms: float = 0.0
     fio_min_read_mb_per_s: float = 0.0
     fio_min_write_mb_per_s: float = 0.0
+    # The burn-in's time budget per target (profile burnin), in hours.
+    burnin_hours: float = 4.0
 
 
 @dataclass
@@ -469,6 +483,8 @@ def _job(test: str, tool: str, target: TargetFacts, params: Dict[str, Any], sett
 def _catalog_id(test: str) -> str:
     if test.startswith("fio_verify_"):
         return "fio_verify"         # fio_verify_2of2: one pass of it
+    if test.startswith("burnin_"):
+        return "burnin"             # burnin_3of40: one cycle of it
     if test.startswith("ssd_precondition_"):
         return "ssd_precondition"   # ssd_precondition_3of8: one part of the preconditioning
     return "dd_block_sweep" if test.startswith("dd_block_sweep_") else test
@@ -647,6 +663,8 @@ def _jobs_for(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         return [_sysbench(test, target, s, total, 1, ["--file-test-mode=rndwr", "--file-fsync-freq=1"], buffered=True)]
     if test == "fio_verify":
         return _verify_jobs(test, target, s)
+    if test == "burnin":
+        return _burnin_jobs(test, target, s)
     if test in SSD_TESTS:
         return _ssd_jobs(test, target, s)
     if test == "ioping_latency":
@@ -682,6 +700,34 @@ def _verify_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
         job.update(repeats=1, max_repeats=1, estimate_s=2.0 * size / s.raw.expected_bytes_per_s)
         job["description"] = "%s: pass %d of %d, generation 0x%08x" % (
             CATALOG[test].summary, number, VERIFY_PASSES, generation)
+        jobs.append(job)
+    return jobs
+
+
+def _burnin_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
+    """burnin: as many write-and-verify cycles as burnin_hours hold at expected_mb_per_s (1 to BURNIN_MAX_CYCLES),
+    each a job over the whole target - the test file, or all of a raw_write device - in sequential 1 MiB pattern
+    blocks of the cycle's own generation (so a write that never landed shows the previous cycle's data), read back
+    and compared. bench_run reads the health counters around each cycle, skips the cycles past the budget and
+    stops the rest at a new error (module_utils/_burnin.py)."""
+    block = s.raw.sequential_block_size
+    span = s.device_span(target, block, test) if target.raw else s.file_bytes
+    cycle_s = 2.0 * span / s.raw.expected_bytes_per_s
+    budget_s = s.raw.burnin_hours * 3600.0
+    # as many as the budget holds at the expected speed; a faster disk finishes early, a slower one is cut at it
+    cycles = max(1, min(BURNIN_MAX_CYCLES, int(math.ceil(budget_s / cycle_s)))) if cycle_s > 0 else 1
+    jobs = []
+    for number in range(1, cycles + 1):
+        generation = _verify.generation(s.raw.run_id, number)
+        job = _fio("%s_%dof%d" % (test, number, cycles), target, s, "write", block, BURNIN_IODEPTH, time_based=False,
+                   runtime=None, ramp_time=None, verify_pattern=_verify.pattern_option(generation))
+        job["fio"]["size"] = span
+        job["params"].update(size_bytes=span, runtime_s=None, verify="pattern", verify_generation=generation,
+                             verify_pass=number, verify_passes=cycles, burnin_cycle=number, burnin_cycles=cycles,
+                             burnin_budget_s=budget_s, burnin_run=s.raw.run_id, burnin_target=target.path)
+        job.update(repeats=1, max_repeats=1, estimate_s=cycle_s)
+        job["description"] = "burn-in cycle %d of up to %d (budget %g h), generation 0x%08x" % (
+            number, cycles, s.raw.burnin_hours, generation)
         jobs.append(job)
     return jobs
 
@@ -799,6 +845,10 @@ def _check_settings(settings: Settings) -> None:
         if getattr(settings, name) is not None:
             _positive_int(name, getattr(settings, name))
     _positive_int("fio_ramp_s", settings.fio_ramp_s, 0)
+    hours = settings.burnin_hours
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not 0 < hours <= BURNIN_MAX_HOURS:
+        raise PlanError("burnin_hours must be a number of hours above 0 and at most %d, got %r"
+                        % (BURNIN_MAX_HOURS, hours))
     for name in ("fio_max_read_latency_ms", "fio_max_write_latency_ms", "fio_min_read_mb_per_s",
                  "fio_min_write_mb_per_s"):
         value = getattr(settings, name)

@@ -48,6 +48,10 @@ CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # timeouts and retries in the kernel): ``probe`` stops it after this, and the modules report the disk as not probed.
 DISK_PROBE_TIMEOUT_S = 60.0
 HANGUP_EVENTS = select.POLLERR | select.POLLHUP | select.POLLNVAL
+# Each of a command's streams is kept up to this many bytes: its first half and its last half, the middle left out
+# with a line that says how much. A disk that fails fio's verify everywhere makes fio print about 5 lines per bad
+# block (400 bytes per 4 KiB block: 100 GB for a 1 TB disk), which must not take the host's memory.
+OUTPUT_LIMIT_BYTES = 64 << 20
 READ_EVENTS = select.POLLIN | select.POLLPRI | HANGUP_EVENTS
 
 
@@ -66,6 +70,47 @@ class WatchStop(Exception):
     left_running: List[int] = []
 
 
+class Output:
+    """One stream of a command: kept whole up to ``limit`` bytes, else its first and last limit/2 bytes (whole lines
+    at the cut) with a line saying how many bytes were left out between them."""
+
+    def __init__(self, limit: Optional[int] = None) -> None:
+        self.half = (OUTPUT_LIMIT_BYTES if limit is None else limit) // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.left_out = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        excess = len(self.tail) - self.half
+        if excess > 0:
+            del self.tail[:excess]
+            self.left_out += excess
+
+    def _cut(self) -> Tuple[int, int, int]:
+        """Where the kept head ends and the kept tail starts (whole lines at the gap), and the bytes between."""
+        head_end = self.head.rfind(b"\n") + 1 or len(self.head)     # one endless line: cut it where it is
+        tail_start = self.tail.find(b"\n") + 1
+        return head_end, tail_start, self.left_out + (len(self.head) - head_end) + tail_start
+
+    @property
+    def bytes_left_out(self) -> int:
+        return self._cut()[2] if self.left_out else 0
+
+    def value(self) -> bytes:
+        if not self.left_out:
+            return bytes(self.head + self.tail)
+        head_end, tail_start, left_out = self._cut()
+        kept = "%d MiB" % (self.half >> 20) if self.half >= 1 << 20 else "%d bytes" % self.half
+        note = ("[diskproof: %d bytes of this output left out here: it kept its first and last %s]\n"
+                % (left_out, kept)).encode("ascii")
+        return bytes(self.head[:head_end]) + note + bytes(self.tail[tail_start:])
+
+
 class Completed(NamedTuple):
     """How a command ended: rc (negative signal number when killed), its output, and its group's strays."""
     rc: int
@@ -73,6 +118,7 @@ class Completed(NamedTuple):
     stderr: bytes
     pid: int
     strays: int     # processes the command left running in its group after it exited, killed by run()
+    left_out: int = 0   # bytes of its output not kept (Output: more than OUTPUT_LIMIT_BYTES on a stream)
 
 
 def _libc_prctl() -> Optional[Callable[..., int]]:
@@ -232,7 +278,7 @@ def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str
     process = subprocess.Popen(list(argv), executable=executable, cwd=cwd, env=dict(env) if env is not None else None,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, preexec_fn=child_setup(os.getpid()))
-    chunks: Dict[int, List[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    chunks: Dict[int, Output] = {process.stdout.fileno(): Output(), process.stderr.fileno(): Output()}
     try:
         gone = _collect(process, chunks, list(watch), None if timeout_s is None else time.monotonic() + timeout_s,
                         check)
@@ -254,8 +300,9 @@ def run(argv: Sequence[str], executable: Optional[str] = None, cwd: Optional[str
     finally:
         process.stdout.close()
         process.stderr.close()
-    out, err = (b"".join(chunks[fd]) for fd in chunks)
-    return Completed(process.returncode, out, err, process.pid, strays)
+    out, err = (chunks[fd].value() for fd in chunks)
+    return Completed(process.returncode, out, err, process.pid, strays,
+                     sum(output.bytes_left_out for output in chunks.values()))
 
 
 def probe(argv: Sequence[str], timeout_s: Optional[float] = None) -> Tuple[Optional[int], str, str]:
@@ -272,7 +319,7 @@ def probe(argv: Sequence[str], timeout_s: Optional[float] = None) -> Tuple[Optio
     return done.rc, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
 
-def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: List[int],
+def _collect(process: subprocess.Popen, chunks: Dict[int, Output], watch: List[int],
              deadline: Optional[float] = None, check: Optional[Callable[[], None]] = None) -> List[int]:
     """Read the child's output until both pipes closed and the child exited; the watched fds that hung up (then
     it stops at once), else []. TimedOut when the monotonic clock passes ``deadline`` first."""
@@ -290,7 +337,7 @@ def _collect(process: subprocess.Popen, chunks: Dict[int, List[bytes]], watch: L
             if fd in open_pipes:
                 data = os.read(fd, 65536) if events & (select.POLLIN | select.POLLPRI | select.POLLHUP) else b""
                 if data:
-                    chunks[fd].append(data)
+                    chunks[fd].add(data)
                 else:
                     poller.unregister(fd)
                     open_pipes.discard(fd)

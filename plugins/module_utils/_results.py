@@ -54,6 +54,15 @@ def record_options() -> Dict[str, Dict[str, Any]]:
     return copy.deepcopy(_RECORD_OPTIONS)
 
 
+class NotRun(Exception):
+    """The job runs nothing and says why (a burn-in cycle past its budget, or after its burn-in stopped): the task
+    is skipped, without a record; ``told`` when an earlier job said so already (no warning again)."""
+
+    def __init__(self, reason: str, told: bool = False) -> None:
+        super().__init__(reason)
+        self.told = told
+
+
 class TaskFailed(Exception):
     """Fail the task with msg and the extra result keys; raised so every cleanup runs first."""
 

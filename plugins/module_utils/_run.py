@@ -51,7 +51,7 @@ from ._parse.records import (
     tool_errors,
 )
 from ._parse.errors import ParseError
-from ._results import TaskFailed, complete_target, failure_message, parse_results, tool_name
+from ._results import NotRun, TaskFailed, complete_target, failure_message, parse_results, tool_name
 from ._tree import remove_tree
 from ._version_probe import ask_version
 from . import _blockdev, _cancel, _paths, _proc, _stall, _state_dir
@@ -576,6 +576,9 @@ class Job:
             raise RunError("cannot run %s: %s" % (shlex.join(argv), error))
         if done.strays:
             self.warn("%s left %d process(es) running after it exited: killed" % (shlex.join(argv), done.strays))
+        if done.left_out:
+            self.warn("%s printed more than %d MiB on a stream: %d bytes in its middle were not kept (the raw "
+                      "output says where)" % (shlex.join(argv), _proc.OUTPUT_LIMIT_BYTES >> 20, done.left_out))
         return done.rc, done.stdout, done.stderr
 
     def keep(self, kind, number, data):
@@ -611,6 +614,8 @@ class Job:
 
     def execute(self):
         self.hold_and_verify_raw_grant()
+        if (self.params["params"] or {}).get("burnin_cycle") is not None:
+            self.begin_burnin_cycle()
         if self.params["workdir"] is not None:
             self.make_workdir()
         if self.cwd is not None and not os.path.isdir(self.cwd):
@@ -632,6 +637,38 @@ class Job:
             self.run_sweep()
         else:
             self.run_repeats(measured)
+        if self.burnin is not None:
+            self.burnin_progress = self.burnin.end(self.records)
+            for record in self.records:
+                record["burnin"] = {"cycle": self.burnin.number, "cycles": self.burnin.cycles,
+                                    "budget_s": self.burnin.budget_s, "progress": self.burnin_progress}
+
+    # ------------------------------------------------------------------ burn-in (module_utils/_burnin.py)
+
+    burnin = None           # the _burnin.Cycle of a burn-in job
+    burnin_progress = None  # its progress line, once it ran
+
+    def begin_burnin_cycle(self):
+        """A burn-in cycle: _burnin.NotRun (nothing runs) past the budget or after the burn-in stopped; else the
+        disk's health baseline is known. Its state lives in state_dir."""
+        from . import _burnin
+        if not self.params["state_dir"]:
+            raise TaskFailed("a burn-in cycle (params.burnin_cycle) needs state_dir: where its cycles keep their state")
+        self.burnin = _burnin.Cycle(self.params["state_dir"], self.params["params"],
+                                    self.target.get("device_path") or ("/dev/" + self.device if self.device else None),
+                                    self.module.get_bin_path)
+        try:
+            self.burnin.begin()
+        except _state_dir.QuiesceError as error:
+            raise TaskFailed("burn-in state: %s" % error)
+
+    def end_burnin(self, cancelled):
+        """The target's last planned cycle, or a cancel: its burn-in state file goes."""
+        if self.burnin is not None and (self.burnin.last or cancelled):
+            try:
+                self.burnin.finish()
+            except (_state_dir.QuiesceError, OSError) as error:
+                self.problems.append("cannot remove the burn-in state in %s: %s" % (self.params["state_dir"], error))
 
     # ------------------------------------------------------------------ raw grants (module_utils/_identity.py)
 
@@ -1256,10 +1293,13 @@ def run_job(module: Any, target: Dict[str, Any]) -> Dict[str, Any]:
     job = Job(module, target)
     job.preflight()
     failure = None
+    not_run = None
     with cleanup_on_signals():
         try:
             job.execute()
             job.succeeded = not tool_errors(job.records, job.last_rc)
+        except NotRun as skip:
+            not_run = skip
         except (TaskFailed, Interrupted, _proc.ControllerGone) as error:
             failure = error
         except (OSError, RunError) as error:
@@ -1281,6 +1321,11 @@ def run_job(module: Any, target: Dict[str, Any]) -> Dict[str, Any]:
         removed["restored"] = job.restored
     if messages:
         raise TaskFailed(explained("; ".join(messages), job), created=job.created, ansible_facts=facts, **removed)
+    if not_run is not None:
+        # A burn-in cycle past its budget or after its burn-in stopped: nothing ran, no record.
+        if not not_run.told:
+            module.warn(str(not_run))
+        return dict(changed=False, skipped=True, msg=str(not_run), created=[], ansible_facts=facts, **removed)
     message = failure_message(module.params, job.tool, job.records, job.last_command, job.last_rc)
     if message and module.params["fail_on_error"]:
         raise TaskFailed(explained(message, job), created=job.created, ansible_facts=facts, **removed)
@@ -1293,6 +1338,7 @@ def undo(job: "Job", failure: Optional[BaseException]) -> None:
     play's always: cleanup never runs then)."""
     job.teardown()
     cancelled = isinstance(failure, (Interrupted, _proc.ControllerGone))
+    job.end_burnin(cancelled)
     when_done = job.params["remove_when_done"]
     run_dirs = list(when_done or [])
     if cancelled:

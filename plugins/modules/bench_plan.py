@@ -58,7 +58,7 @@ options:
   profile:
     description: Test set and defaults (repeats, fio runtime). See C(docs/tests.md).
     type: str
-    choices: [quick, standard, evidence, full, ssd_steady_state]
+    choices: [quick, standard, evidence, full, ssd_steady_state, burnin]
     default: standard
   tests:
     description: Test ids to run instead of the profile's list, in this order (C(dd_seq_write) always comes first when a test uses the test file).
@@ -249,6 +249,14 @@ options:
         run it already. Ignored when O(tests) is set.
     type: bool
     default: false
+  burnin_hours:
+    description:
+      - The burn-in's time budget per target (profile V(burnin)), in hours, above 0 and at most 720. The plan lists as
+        many cycles as the budget holds at O(expected_mb_per_s) (at most 1000 per target); cycles that would start
+        past the budget are not run, so a disk slower than expected is cut at the budget and one faster finishes
+        early. The targets of a host run one after the other, each for its own budget.
+    type: float
+    default: 4.0
   fio_max_latency_ms:
     description:
       - Fail-fast on latency for every fio job, per direction - fio's C(max_latency). A completed read (write) slower

@@ -317,6 +317,7 @@ class RecordFacts(NamedTuple):
     steady: Optional[Mapping[str, Any]] = None  # a copy of steady_state (ssd_steady_* only)
     direct: bool = False                       # params.direct: O_DIRECT, the page cache out of the latency
     integrity: Optional["Integrity"] = None    # a verify test's record.integrity (None: not a verify test)
+    burnin: Optional[str] = None               # a burn-in cycle's progress ('burn-in cycle 3 of up to 9: ...')
 
 
 def _own(value: Any) -> Any:
@@ -384,6 +385,7 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         steady=copy.deepcopy(steady) if isinstance(steady, _MappingABC) else None,
         direct=_is_direct(params.get("direct")),
         integrity=_integrity(record.get("integrity")),
+        burnin=_own(_mapping(record.get("burnin")).get("progress")),
     )
 
 
@@ -1188,6 +1190,8 @@ class _Judge:
             return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(facts))
         settings = self.settings
         notes: List[str] = [facts.note] if facts.note else []
+        if facts.burnin:
+            notes.append(str(facts.burnin))
         if facts.integrity is not None:
             verified = _number(facts.integrity.verified_bytes)
             notes.append("%s read back as written (fio verify=%s)" % (

@@ -50,7 +50,7 @@ def test_the_catalog_has_the_fio_tests():
     # (fio_verify runs as its two passes)
     assert sorted(job["test"] for job in FIO_JOBS) == sorted(
         [test for test, entry in CATALOG.items() if entry.tool == "fio" and not entry.raw_only
-         and test != "fio_verify"] + ["fio_verify_1of2", "fio_verify_2of2"])
+         and test not in ("fio_verify", "burnin")] + ["fio_verify_1of2", "fio_verify_2of2"])
     assert "fio_rand_read" in READ_ONLY and "fio_rand_write" not in READ_ONLY
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_read") == sorted(READ_ONLY)
     assert sorted(job["test"] for job in RAW_JOBS if job["target"]["class"] == "raw_write") == sorted(
@@ -183,3 +183,20 @@ def test_a_rendered_max_latency_really_ends_the_job(loop_device, tmp_path):
     assert run.returncode != 0
     assert result["error"].startswith("fail-fast: a read took "), result["error"]
     assert ", over max_latency 0.001 ms (" in result["error"]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_burn_in_cycles_render_a_verify_job_over_the_whole_device(tmp_path):
+    device_size = (1 << 30) + 4096
+    jobs = build_plan([TargetFacts(path="/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", kind="raw", device_path="/dev/sdc",
+                                   device="sdc", device_size_bytes=device_size, granted_class="raw_write")],
+                      Settings(run_id="20261122T000000Z-abcd", memory_bytes=1 << 20, profile="burnin",
+                               burnin_hours=0.5)).jobs
+    assert jobs and all(job["test"].startswith("burnin_") for job in jobs)   # dd_seq_write needs a filesystem
+    for job in (jobs[0], jobs[-1]):
+        text = render(job)
+        assert parse_only(job, text, tmp_path).returncode == 0
+        lines = settings_of(text)
+        assert (lines["verify"], lines["do_verify"], lines["continue_on_error"]) == ("pattern", "1", "verify")
+        assert lines["verify_pattern"] == job["fio"]["verify_pattern"] and "time_based" not in lines
+        assert int(lines["size"]) == (1 << 30) and int(lines["bs"]) == 1 << 20     # whole 1 MiB blocks of it

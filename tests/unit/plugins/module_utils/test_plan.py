@@ -105,7 +105,9 @@ def test_every_profile_names_only_catalog_tests_and_full_is_everything():
     for profile in PROFILES.values():
         assert set(profile.tests) <= set(CATALOG)
     # full: every test but the SSD steady-state ones (raw_write devices only, hours on a real drive; their own profile)
-    assert set(PROFILES["full"].tests) == set(CATALOG) - {"ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read"}
+    # and the burn-in (hours by its budget; its own profile)
+    assert set(PROFILES["full"].tests) == set(CATALOG) - {"ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read",
+                                                          "burnin"}
 
 
 def test_evidence_profile_runs_dd_and_bonnie_before_fio():
@@ -357,7 +359,8 @@ def raw(device="/dev/sdc", size=GIB, granted="raw_read", logical=512, physical=4
 # raw_write devices only (never a directory), not in the full profile: tests/unit/.../test_ssd_steady_state.py
 SSD_TESTS = ["ssd_precondition", "ssd_steady_rand_write", "ssd_steady_rand_read"]
 READ_TESTS = [test for test, entry in CATALOG.items() if entry.raw == "read"]
-WRITE_TESTS = [test for test, entry in CATALOG.items() if entry.raw == "write" and test not in SSD_TESTS]
+WRITE_TESTS = [test for test, entry in CATALOG.items() if entry.raw == "write" and test not in SSD_TESTS
+               and test != "burnin"]
 FILESYSTEM_TESTS = [test for test, entry in CATALOG.items() if entry.raw == ""]
 
 
@@ -664,3 +667,43 @@ def test_filesystems_are_grouped_by_st_dev_and_checked_apart():
 def test_fail_fast_limits_must_be_numbers_of_at_least_zero(name, value):
     with pytest.raises(PlanError, match="%s must be a number >= 0 \\(0: off\\)" % name):
         build_plan([disk()], settings(**{name: value}))
+
+
+def raw_write_disk(size=64 * MIB):
+    return TargetFacts(path="/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", kind="raw", device_path="/dev/sdc", device="sdc",
+                       device_size_bytes=size, granted_class="raw_write")
+
+
+def test_burnin_cycles_fill_the_budget_at_the_expected_speed_over_the_whole_device():
+    # 64 MiB device, 32 MiB/s expected: 4 s a cycle (write and read back); 36 s of budget: 9 cycles.
+    plan = build_plan([raw_write_disk()], settings(profile="burnin", memory_bytes=16 * MIB, burnin_hours=0.01,
+                                                   expected_bytes_per_s=32 * MIB))
+    cycles = [job for job in plan.jobs if job["test"].startswith("burnin_")]
+    assert [job["test"] for job in cycles] == ["burnin_%dof9" % number for number in range(1, 10)]
+    first = cycles[0]
+    # all of the device, not the 2 x memory the other tests use
+    assert first["fio"]["size"] == 64 * MIB and first["params"]["size_bytes"] == 64 * MIB
+    assert first["fio"]["bs"] == MIB and first["fio"]["rw"] == "write" and first["fio"]["time_based"] is False
+    assert first["estimate_s"] == 4.0 and first["repeats"] == 1
+    generations = [job["params"]["verify_generation"] for job in cycles]
+    assert len(set(generations)) == 9   # each cycle its own: the previous cycle's data reads as stale
+    assert {job["params"]["burnin_budget_s"] for job in cycles} == {36.0}
+    assert [job["params"]["burnin_cycle"] for job in cycles] == list(range(1, 10))
+    assert {job["params"]["burnin_target"] for job in cycles} == {"/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"}
+
+
+def test_burnin_cycles_are_bounded():
+    plan = build_plan([raw_write_disk()], settings(profile="burnin", burnin_hours=720, expected_bytes_per_s=32 * MIB))
+    assert sum(job["test"].startswith("burnin_") for job in plan.jobs) == 1000
+    plan = build_plan([raw_write_disk()], settings(profile="burnin", burnin_hours=1e-6, expected_bytes_per_s=MIB))
+    assert [job["test"] for job in plan.jobs if job["test"].startswith("burnin_")] == ["burnin_1of1"]
+
+
+def test_full_profile_leaves_the_burn_in_out():
+    assert "burnin" not in PROFILES["full"].tests and PROFILES["burnin"].tests == ("dd_seq_write", "burnin")
+
+
+@pytest.mark.parametrize("hours", [0, -1, 721, True, "4"])
+def test_burnin_hours_must_be_a_positive_number_of_hours(hours):
+    with pytest.raises(PlanError, match="burnin_hours must be a number of hours above 0 and at most 720"):
+        build_plan([disk()], settings(profile="burnin", burnin_hours=hours))

@@ -216,3 +216,46 @@ def test_kill_group_of_an_exited_group_is_quick_and_empty():
     started = time.monotonic()
     assert _proc.kill_group(process) == []
     assert time.monotonic() - started < 0.5
+
+
+def test_output_keeps_a_stream_whole_up_to_its_limit():
+    output = _proc.Output(limit=100)
+    for _line in range(10):
+        output.add(b"0123456789"[:9] + b"\n")
+    assert output.value() == b"012345678\n" * 10 and output.bytes_left_out == 0
+
+
+def test_output_keeps_the_first_and_last_half_and_says_what_it_left_out():
+    output = _proc.Output(limit=100)
+    lines = [b"line %03d\n" % number for number in range(100)]     # 9 bytes each, 900 in all
+    for line in lines:
+        output.add(line)
+    text = output.value()
+    kept = text.split(b"\n")
+    # whole lines on both sides of the gap: 5 lines (45 of the first 50 bytes), the last 5 lines (45 of the last 50)
+    assert kept[:5] == [line.rstrip(b"\n") for line in lines[:5]]
+    assert kept[-6:-1] == [line.rstrip(b"\n") for line in lines[-5:]]
+    assert output.bytes_left_out == 900 - 45 - 45
+    assert b"[diskproof: 810 bytes of this output left out here: it kept its first and last 50 bytes]\n" in text
+
+
+def test_run_bounds_what_a_flooding_command_prints(monkeypatch):
+    # A real command printing 8 MiB of lines to stderr (as fio does for a disk that fails its verify everywhere)
+    # and a little to stdout, under a limit of 1 MiB a stream.
+    monkeypatch.setattr(_proc, "OUTPUT_LIMIT_BYTES", 1 << 20)
+    script = textwrap.dedent("""\
+        import sys
+        sys.stdout.write("{}\\n")
+        line = "verify: bad magic header 0, wanted acca at file x offset %012d, length 4096\\n"
+        for number in range((8 << 20) // 80):
+            sys.stderr.write(line % number)
+        """)
+    done = _proc.run([sys.executable, "-c", script])
+    assert done.rc == 0 and done.stdout == b"{}\n"
+    lines = done.stderr.decode().splitlines()
+    assert lines[0].endswith("offset %012d, length 4096" % 0)
+    assert lines[-1].endswith("offset %012d, length 4096" % ((8 << 20) // 80 - 1))
+    (note,) = [line for line in lines if line.startswith("[diskproof:")]
+    assert note == ("[diskproof: %d bytes of this output left out here: it kept its first and last 524288 bytes]"
+                    % done.left_out)
+    assert len(done.stderr) < (1 << 20) + 200 and done.left_out > (7 << 20)

@@ -24,7 +24,7 @@ import tempfile
 import jinja2
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _fence, _run, _write_cache
+from ansible_collections.diskproof.fleet.plugins.module_utils import _blockdev, _fence, _proc, _run, _write_cache
 from ansible_collections.diskproof.fleet.plugins.module_utils._plan import Settings, TargetFacts, build_plan
 from ansible_collections.diskproof.fleet.plugins.modules import bench_run
 
@@ -1035,3 +1035,26 @@ def test_check_mode_runs_and_creates_nothing(capsys, tmp_path):
     code, result = run_module(capsys, sweep=[{"offset_bytes": 0, "argv": ["dd", "if=/dev/zero", "of=/dev/null", "count=1"]}],
                               _ansible_check_mode=True)
     assert (code, result["msg"]) == (0, "check mode: dd not run")
+
+
+# ---------------------------------------------------------------------------------------------- output bound
+
+
+def test_a_tool_flooding_its_output_is_bounded_and_the_record_says_so(capsys, tmp_path, monkeypatch):
+    # A stand-in fio printing a real fio 3.33 JSON report on stdout and 4 MiB of lines on stderr (as fio does for a
+    # disk that fails its verify everywhere), under a bound of 1 MiB a stream: the report is read, stderr is cut
+    # in its middle, and the record and the task warn.
+    monkeypatch.setattr(_proc, "OUTPUT_LIMIT_BYTES", 1 << 20)
+    report = os.path.join(HERE, "..", "..", "..", "fixtures", "fio", "fio333-seqwrite-1m.json")
+    fio = script(tmp_path / "fio", '[ "$1" = --version ] && exit 1\ncat "%s"\n'
+                 'yes "verify: bad magic header 0, wanted acca at file x offset 0, length 4096" | head -c 4194304 >&2\n'
+                 % report)
+    code, result = run_module(capsys, argv=[fio, "--output-format=json"], device_io=False, test="fio_seq_write",
+                              params={"block_size": 1048576})
+    assert code == 0, result.get("msg")
+    (record,) = records(result)
+    assert record["metrics"]["write_bytes_per_s"] > 0
+    warning = [text for text in record["warnings"] if "printed more than 1 MiB on a stream" in text]
+    assert warning and re.search(r": \d+ bytes in its middle were not kept \(the raw output says where\)$",
+                                 warning[0]), record["warnings"]
+    assert any("printed more than 1 MiB" in text for text in task_warnings(result))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import jinja2
 import pytest
@@ -157,3 +158,56 @@ def test_a_block_that_cannot_be_read_again_keeps_fios_finding(tmp_path):
     many = [BadBlock("f", index * BLOCK, BLOCK, "pattern", "unclassified", "x") for index in range(3)]
     done = _verify.reclassified(many, "unused", 1, read=lambda _path, _offset, length: bytes(length), limit=2)
     assert [block.kind for block in done] == ["not_written", "not_written", "unclassified"]
+
+
+# ---------------------------------------------------------------------------------------------- burn-in
+
+
+def burnin_plan(tmp_path, hours):
+    """The burnin profile's dd_seq_write and its cycles over an 8 MiB test file in tmp_path (3 cycles: the
+    budget at an expected speed of 2 x 8 MiB x 3 / budget)."""
+    target = TargetFacts(path=str(tmp_path / "disk"), free_bytes=1 << 40, filesystem_size_bytes=1 << 41, device=None)
+    os.makedirs(target.path)
+    expected = 2 * 8 * MIB * 3 / (hours * 3600)
+    plan = build_plan([target], Settings(run_id="burnin-test", memory_bytes=4 * MIB, profile="burnin",
+                                         burnin_hours=hours, expected_bytes_per_s=expected))
+    dd, *cycles = plan.jobs
+    os.makedirs(os.path.dirname(dd["creates"]))
+    subprocess.run(dd["argv"], check=True, capture_output=True)
+    return cycles
+
+
+@needs_fio
+def test_burn_in_cycles_run_within_their_budget_and_clean_up(capsys, tmp_path):
+    cycles = burnin_plan(tmp_path, hours=4.0 / 3600)     # a budget of 4 s
+    assert [job["test"] for job in cycles] == ["burnin_1of3", "burnin_2of3", "burnin_3of3"]
+    state_dir = tmp_path / "state"
+    started = time.monotonic()
+    code, result = run_pass(capsys, cycles[0], render(cycles[0]), state_dir=str(state_dir))
+    assert code == 0, result
+    (record,) = records(result)
+    # the cycle is a verified pass over the whole test file, its health read around it (this machine: no SMART)
+    assert record["integrity"]["bad_blocks_total"] == 0 and record["integrity"]["verified_bytes"] == 8 * MIB
+    assert record["health"]["grew"] == [] and record["health"]["after"]["health"] == "unavailable"
+    assert record["burnin"]["cycle"] == 1 and record["burnin"]["progress"].startswith(
+        "burn-in cycle 1 of up to 3: ")
+    assert [name for name in os.listdir(state_dir) if name.startswith("burnin-")]
+    time.sleep(max(0.0, 4.5 - (time.monotonic() - started)))
+    code, result = run_pass(capsys, cycles[1], render(cycles[1]), state_dir=str(state_dir))
+    assert code == 0 and result.get("skipped") is True, result
+    assert result["msg"].startswith("burn-in budget of 4 s spent (") and result["msg"].endswith(
+        "since it began) after 1 of 3 cycles")
+    warnings = [warning["event"]["msg"] if isinstance(warning, dict) else warning for warning in result["warnings"]]
+    assert records(result) == [] and warnings == [result["msg"]]   # said once, as a warning
+    # the last planned cycle, skipped too (silently), removes the burn-in's state
+    code, result = run_pass(capsys, cycles[2], render(cycles[2]), state_dir=str(state_dir))
+    # (in-process runs keep ansible's global warning list: the earlier cycle's one warning, not a second)
+    assert code == 0 and result.get("skipped") is True and len(result.get("warnings") or []) <= 1, result
+    assert [name for name in os.listdir(state_dir) if name.startswith("burnin-")] == []
+
+
+@needs_fio
+def test_a_burn_in_cycle_needs_a_state_dir(capsys, tmp_path):
+    (first, *_rest) = burnin_plan(tmp_path, hours=1.0)
+    code, result = run_pass(capsys, first, render(first))
+    assert code == 1 and "a burn-in cycle (params.burnin_cycle) needs state_dir" in result["msg"]
