@@ -213,10 +213,10 @@ PROFILES: Dict[str, Profile] = {
                         "vendor dispute: dd and bonnie++ first (vendors trust them), then fio"),
     "full": Profile(tuple(test for test in CATALOG_ORDER if test not in SSD_TESTS and test != "burnin"), 3, 5, 30,
                     "everything in the catalog but the SSD steady-state tests and the burn-in"),
-    "burnin": Profile(("dd_seq_write", "burnin"), 1, 1, 30, "handover burn-in: write-and-verify cycles over each "
-                      "target for burnin_hours, health counters read around every cycle"),
     "ssd_steady_state": Profile(SSD_TESTS, 1, 1, 30, "fresh SSDs on raw_write devices: precondition, then random "
                                 "write and read until steady"),
+    "burnin": Profile(("dd_seq_write", "burnin"), 1, 1, 30, "handover burn-in: write-and-verify cycles over each "
+                      "target for burnin_hours, health counters read around every cycle"),
 }
 
 

@@ -95,7 +95,7 @@ def test_docs_list_each_profile_s_tests():
     assert set(listed) == set(PROFILES)
     for name, profile in PROFILES.items():
         if name == "full":
-            assert listed[name] == "every test above but the `ssd_*` ones"
+            assert listed[name] == "every test above but the `ssd_*` ones and the burn-in"
             continue
         assert listed[name].replace("then ", "").split(" (")[0].split(", ") == list(profile.tests), name
 
