@@ -26,9 +26,8 @@ import time
 import zlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from . import _proc, _state_dir
-from ._parse.nvme import nvme_result, nvme_unanswered
-from ._parse.smartctl import smartctl_result, smartctl_unanswered
+from . import _state_dir
+from ._health import probe_health
 from ._results import NotRun
 
 KIND = "diskproof-burnin"
@@ -89,17 +88,7 @@ def read_health(find_bin: Callable[[str], Optional[str]], device_path: Optional[
     """health_counters of the disk now, read as the discover role reads them (all unknown without a device)."""
     if not device_path:
         return health_counters(None, None)
-    smart = None
-    smartctl = find_bin("smartctl")
-    if smartctl is not None:
-        rc, out, err = _proc.probe([smartctl, "-j", "-x", device_path])
-        smart = smartctl_unanswered(err) if rc is None else smartctl_result(rc, out, err)
-    nvme = None
-    nvme_bin = find_bin("nvme")
-    if nvme_bin is not None and device_path.rsplit("/", 1)[-1].startswith("nvme"):
-        rc, out, err = _proc.probe([nvme_bin, "smart-log", device_path, "-o", "json"])
-        nvme = nvme_unanswered(err) if rc is None else nvme_result(rc, out, err)
-    return health_counters(smart, nvme)
+    return health_counters(*probe_health(find_bin, device_path, device_path.rsplit("/", 1)[-1].startswith("nvme")))
 
 
 def parse_state(text: str, what: str) -> Dict[str, Any]:

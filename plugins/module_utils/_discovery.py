@@ -20,11 +20,10 @@ from ._parse.fstab import parse_fstab
 from ._parse.lsblk import parse_lsblk
 from ._parse.meminfo import parse_meminfo
 from ._parse.mountinfo import parse_mountinfo
-from ._parse.nvme import nvme_result, nvme_unanswered
 from ._parse.os_release import parse_os_release
-from ._parse.smartctl import smartctl_result, smartctl_unanswered
 from ._parse.swaps import parse_swaps
 from ._parse.wipefs import wipefs_result
+from ._health import probe_health
 from ._tools import TOOL_VERSION_ARGS
 from ._version_probe import probe_tools
 
@@ -195,17 +194,7 @@ class Discovery(object):
     def health(self, node):
         if not self.params["smart"]:
             return None, None
-        smart = None
-        smartctl = self.bin("smartctl")
-        if smartctl is not None:
-            rc, out, err = _proc.probe([smartctl, "-j", "-x", node["path"]])
-            smart = smartctl_unanswered(err) if rc is None else smartctl_result(rc, out, err)
-        nvme = None
-        nvme_bin = self.bin("nvme")
-        if nvme_bin is not None and _discover.transport(node) == "nvme":
-            rc, out, err = _proc.probe([nvme_bin, "smart-log", node["path"], "-o", "json"])
-            nvme = nvme_unanswered(err) if rc is None else nvme_result(rc, out, err)
-        return smart, nvme
+        return probe_health(self.bin, node["path"], _discover.transport(node) == "nvme")
 
     def describe(self, view, disk, writable):
         topology = view.topology

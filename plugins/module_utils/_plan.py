@@ -686,22 +686,29 @@ def _verify_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
     continue_on_error=verify: every bad block, not only the first; verify_state_save=0: no state file left in the
     working directory.
     """
-    block = s.raw.random_block_size
     jobs = []
     for number in range(1, VERIFY_PASSES + 1):
-        generation = _verify.generation(s.raw.run_id, number)
-        name = "%s_%dof%d" % (test, number, VERIFY_PASSES)
-        job = _fio(name, target, s, "write", block, VERIFY_IODEPTH, time_based=False, runtime=None, ramp_time=None,
-                   verify_pattern=_verify.pattern_option(generation))
-        size = job["fio"]["size"]
-        job["params"].update(runtime_s=None, verify="pattern", verify_generation=generation, verify_pass=number,
-                             verify_passes=VERIFY_PASSES)
-        # Written once and read once: the figure is the pass's, repeats would only rewrite the same blocks.
-        job.update(repeats=1, max_repeats=1, estimate_s=2.0 * size / s.raw.expected_bytes_per_s)
+        job = _pattern_pass(test, target, s, s.raw.random_block_size, VERIFY_IODEPTH, number, VERIFY_PASSES)
         job["description"] = "%s: pass %d of %d, generation 0x%08x" % (
-            CATALOG[test].summary, number, VERIFY_PASSES, generation)
+            CATALOG[test].summary, number, VERIFY_PASSES, job["params"]["verify_generation"])
         jobs.append(job)
     return jobs
+
+
+def _pattern_pass(test: str, target: TargetFacts, s: _Resolved, block: int, iodepth: int, number: int, passes: int,
+                  span: Optional[int] = None) -> Job:
+    """Pass ``number`` of ``passes`` (``<test>_<number>of<passes>``): sequential writes of pattern blocks of the
+    pass's own generation over the job's span (or ``span`` bytes), then every block read back and compared."""
+    generation = _verify.generation(s.raw.run_id, number)
+    job = _fio("%s_%dof%d" % (test, number, passes), target, s, "write", block, iodepth, time_based=False,
+               runtime=None, ramp_time=None, verify_pattern=_verify.pattern_option(generation))
+    if span is not None:
+        job["fio"]["size"] = job["params"]["size_bytes"] = span
+    job["params"].update(runtime_s=None, verify="pattern", verify_generation=generation, verify_pass=number,
+                         verify_passes=passes)
+    # Written once and read once: the figure is the pass's, repeats would only rewrite the same blocks.
+    job.update(repeats=1, max_repeats=1, estimate_s=2.0 * job["fio"]["size"] / s.raw.expected_bytes_per_s)
+    return job
 
 
 def _burnin_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
@@ -718,16 +725,11 @@ def _burnin_jobs(test: str, target: TargetFacts, s: _Resolved) -> List[Job]:
     cycles = max(1, min(BURNIN_MAX_CYCLES, int(math.ceil(budget_s / cycle_s)))) if cycle_s > 0 else 1
     jobs = []
     for number in range(1, cycles + 1):
-        generation = _verify.generation(s.raw.run_id, number)
-        job = _fio("%s_%dof%d" % (test, number, cycles), target, s, "write", block, BURNIN_IODEPTH, time_based=False,
-                   runtime=None, ramp_time=None, verify_pattern=_verify.pattern_option(generation))
-        job["fio"]["size"] = span
-        job["params"].update(size_bytes=span, runtime_s=None, verify="pattern", verify_generation=generation,
-                             verify_pass=number, verify_passes=cycles, burnin_cycle=number, burnin_cycles=cycles,
-                             burnin_budget_s=budget_s, burnin_run=s.raw.run_id, burnin_target=target.path)
-        job.update(repeats=1, max_repeats=1, estimate_s=cycle_s)
+        job = _pattern_pass(test, target, s, block, BURNIN_IODEPTH, number, cycles, span)
+        job["params"].update(burnin_cycle=number, burnin_cycles=cycles, burnin_budget_s=budget_s,
+                             burnin_run=s.raw.run_id, burnin_target=target.path)
         job["description"] = "burn-in cycle %d of up to %d (budget %g h), generation 0x%08x" % (
-            number, cycles, s.raw.burnin_hours, generation)
+            number, cycles, s.raw.burnin_hours, job["params"]["verify_generation"])
         jobs.append(job)
     return jobs
 

@@ -67,7 +67,7 @@ class WatchStop(Exception):
     """What a ``check`` of ``run`` raises to stop the command (a stalled disk, _stall.py). ``run`` kills the group
     first and sets ``left_running``: the PIDs still alive after SIGKILL (stuck in the kernel)."""
 
-    left_running: List[int] = []
+    left_running: Sequence[int] = ()
 
 
 class Output:

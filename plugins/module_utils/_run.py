@@ -638,15 +638,14 @@ class Job:
         else:
             self.run_repeats(measured)
         if self.burnin is not None:
-            self.burnin_progress = self.burnin.end(self.records)
+            progress = self.burnin.end(self.records)
             for record in self.records:
                 record["burnin"] = {"cycle": self.burnin.number, "cycles": self.burnin.cycles,
-                                    "budget_s": self.burnin.budget_s, "progress": self.burnin_progress}
+                                    "budget_s": self.burnin.budget_s, "progress": progress}
 
     # ------------------------------------------------------------------ burn-in (module_utils/_burnin.py)
 
     burnin = None           # the _burnin.Cycle of a burn-in job
-    burnin_progress = None  # its progress line, once it ran
 
     def begin_burnin_cycle(self):
         """A burn-in cycle: _burnin.NotRun (nothing runs) past the budget or after the burn-in stopped; else the

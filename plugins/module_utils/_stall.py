@@ -15,7 +15,7 @@ Host code, stdlib only, no Ansible imports.
 from __future__ import annotations
 
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 from . import _blockdev
 from ._proc import WatchStop
@@ -35,7 +35,7 @@ class Stalled(WatchStop):
     def message(self, command: str) -> str:
         """The record's error: the stall, what was done about it, and any process the kernel still holds."""
         text = "%s; %s was stopped (its process group killed)" % (self, command)
-        left: List[int] = list(getattr(self, "left_running", None) or [])
+        left = self.left_running
         if left:
             text += ("; %d process%s still stuck in the kernel after SIGKILL (pid %s): the device holds its I/O"
                      % (len(left), "" if len(left) == 1 else "es", ", ".join(str(pid) for pid in left)))

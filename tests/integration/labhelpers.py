@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pytest
 import yaml
@@ -93,6 +93,20 @@ def remove_lab_cgroup(name: str) -> None:
 
 def inventory_path(name: str) -> Path:
     return LAB_STATE / name / "inventory.yml"
+
+
+def lab_disks(name: str, host: str) -> List[Dict[str, Any]]:
+    """The host's disks as the lab's inventory describes them (diskproof_lab_disks: device, path, the SPEC keys)."""
+    return yaml.safe_load(inventory_path(name).read_text())["all"]["children"]["lab"]["hosts"][host]["diskproof_lab_disks"]
+
+
+def raw_write_grant(name: str, disk: Mapping[str, Any]) -> Tuple[str, str]:
+    """(device node, diskproof_destructive_allow entry) of a lab disk, after checking that the loop device is backed
+    by this lab's own image (a test grants raw writes to nothing else)."""
+    with open("/sys/block/%s/loop/backing_file" % disk["device"], encoding="utf-8") as handle:
+        image = handle.read().strip()
+    assert image.startswith("/dev/shm/diskproof-lab-%s/" % name), image
+    return "/dev/" + disk["device"], "loop:" + image
 
 
 def on_host(name: str, host: str, command: str) -> subprocess.CompletedProcess:

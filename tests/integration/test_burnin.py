@@ -19,9 +19,7 @@ import re
 import time
 from pathlib import Path
 
-import yaml
-
-from labhelpers import REPO, inventory_path, lab, needs_root, on_host, playbook
+from labhelpers import REPO, inventory_path, lab, lab_disks, needs_root, on_host, playbook, raw_write_grant
 
 SPEC = Path(__file__).resolve().parent / "lburnin_lab.yml"
 LAB = "lburnin"
@@ -69,15 +67,8 @@ def test_burn_in_cycles_within_the_budget_stop_at_grown_errors_and_find_flipped_
     lab("down", "--name", LAB)
     lab("up", str(SPEC))
     try:
-        disks = yaml.safe_load(inventory_path(LAB).read_text())["all"]["children"]["lab"]["hosts"][HOST][
-            "diskproof_lab_disks"]
-        raw, allow = [], []
-        for disk in disks[:2]:
-            with open("/sys/block/%s/loop/backing_file" % disk["device"], encoding="utf-8") as handle:
-                image = handle.read().strip()
-            assert image.startswith("/dev/shm/diskproof-lab-%s/" % LAB), image   # the lab's own image, nothing else
-            raw.append("/dev/" + disk["device"])
-            allow.append("loop:" + image)
+        disks = lab_disks(LAB, HOST)
+        raw, allow = (list(column) for column in zip(*(raw_write_grant(LAB, disk) for disk in disks[:2])))
         filesystem = disks[2]["path"]
         install_smartctl_stand_in("/dev/" + disks[2]["device"])
         started = time.monotonic()

@@ -17,9 +17,7 @@ import re
 import time
 from pathlib import Path
 
-import yaml
-
-from labhelpers import REPO, inventory_path, lab, needs_root, playbook
+from labhelpers import REPO, inventory_path, lab, lab_disks, needs_root, playbook, raw_write_grant
 
 SPEC = Path(__file__).resolve().parent / "lcorrupt_lab.yml"
 LAB = "lcorrupt"
@@ -45,15 +43,8 @@ def test_flipped_bits_and_writes_that_never_landed_are_corrupt_and_told_apart(tm
     lab("down", "--name", LAB)
     lab("up", str(SPEC))
     try:
-        disks = yaml.safe_load(inventory_path(LAB).read_text())["all"]["children"]["lab"]["hosts"][HOST][
-            "diskproof_lab_disks"]
-        devices, allow = [], []
-        for disk in disks:
-            with open("/sys/block/%s/loop/backing_file" % disk["device"], encoding="utf-8") as handle:
-                image = handle.read().strip()
-            assert image.startswith("/dev/shm/diskproof-lab-%s/" % LAB), image   # the lab's own image, nothing else
-            devices.append("/dev/" + disk["device"])
-            allow.append("loop:" + image)
+        disks = lab_disks(LAB, HOST)
+        devices, allow = (list(column) for column in zip(*(raw_write_grant(LAB, disk) for disk in disks)))
         assert disks[1]["flip_byte_at"] == FLIP_AT and disks[2]["stale_region_at"] == STALE_AT
         started = time.monotonic()
         returncode, output, report = playbook(inventory_path(LAB), REPO / "playbooks" / "validate.yml", tmp_path, {

@@ -28,19 +28,13 @@ from . import DEFAULT_STATE_ROOT
 from .inventory import build_inventory, render_inventory
 from .journal import JOURNAL_FILE, Journal, read_journal
 from . import datafault, fob, nspawn, spikes, stall
+from .fob import BLKIO_DIR, THROTTLE_FILES, write_throttle
 from .spec import DiskSpec, HostSpec, LabSpec, format_bytes
 from .system import (CLEAN_ENV, CommandError, device_for_major_minor, iface_exists, is_alive, is_mountpoint, kill,
                      loop_backing_file, loops_backed_by, major_minor, memory_available_bytes, mounts_under,
                      netns_exists, run, spawn_detached, ssh_clients_connected_to, wait_dead)
 
 WORK_ROOT = "/dev/shm"
-BLKIO_DIR = "/sys/fs/cgroup/blkio"
-THROTTLE_FILES = {
-    "read_bytes_per_s": "blkio.throttle.read_bps_device",
-    "write_bytes_per_s": "blkio.throttle.write_bps_device",
-    "read_iops": "blkio.throttle.read_iops_device",
-    "write_iops": "blkio.throttle.write_iops_device",
-}
 # Each disk's dirty page cache is capped at this share of its host's memory_bytes (vm.dirty_ratio's
 # default), strictly, through the loop device's own bdi. Without it a 24 GiB machine buffers a
 # whole "2 x RAM" test file and only starts writeback at fdatasync, so dd conv=fdatasync reads
@@ -244,14 +238,6 @@ def _warm_writeback(mountpoint: str, write_bytes_per_s: int, size_bytes: int) ->
             if os.path.exists(path):
                 os.unlink(path)
         os.sync()
-
-
-def _write_throttle(file_name: str, major_minor_text: str, value: int) -> None:
-    fd = os.open(os.path.join(BLKIO_DIR, file_name), os.O_WRONLY)
-    try:
-        os.write(fd, f"{major_minor_text} {value}\n".encode())
-    finally:
-        os.close(fd)
 
 
 def _bdi_dir(major_minor_text: str) -> str:
@@ -520,7 +506,7 @@ def _build(spec: LabSpec, state_dir: str, journal: Journal,
                                keys=["read_bytes_per_s", "write_bytes_per_s"])
             for key_name in throttled:
                 if getattr(disk, key_name):
-                    _write_throttle(THROTTLE_FILES[key_name], device["major_minor"], getattr(disk, key_name))
+                    write_throttle(key_name, device["major_minor"], getattr(disk, key_name))
             _set_read_ahead(device["major_minor"], device["backing"], journal)
             dirty_limit = dirty_limit_bytes(host.memory_bytes)
             if dirty_limit:
@@ -1084,7 +1070,7 @@ def down(state_dir: str, say: Printer = _say, own_up: bool = False) -> bool:
             if key_name not in current[numbers]:
                 continue
             try:
-                _write_throttle(THROTTLE_FILES[key_name], numbers, 0)
+                write_throttle(key_name, numbers, 0)
             except OSError as exc:
                 problems.append(f"cannot remove {key_name} throttle of {numbers}: {exc}")
 

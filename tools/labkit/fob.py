@@ -25,7 +25,14 @@ from types import FrameType
 
 SECTOR_BYTES = 512
 POLL_S = 0.05
-WRITE_IOPS_FILE = "/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device"
+# The root blkio cgroup's throttle files, by SPEC key: every lab tool writes its rules through write_throttle.
+BLKIO_DIR = "/sys/fs/cgroup/blkio"
+THROTTLE_FILES = {
+    "read_bytes_per_s": "blkio.throttle.read_bps_device",
+    "write_bytes_per_s": "blkio.throttle.write_bps_device",
+    "read_iops": "blkio.throttle.read_iops_device",
+    "write_iops": "blkio.throttle.write_iops_device",
+}
 
 
 def written_bytes(device: str) -> int:
@@ -33,10 +40,11 @@ def written_bytes(device: str) -> int:
         return int(handle.read().split()[6]) * SECTOR_BYTES
 
 
-def set_write_iops(major_minor: str, iops: int) -> None:
-    fd = os.open(WRITE_IOPS_FILE, os.O_WRONLY)
+def write_throttle(key: str, major_minor: str, value: int) -> None:
+    """The device's rule for this SPEC key (THROTTLE_FILES); 0 removes it (the kernel's own convention)."""
+    fd = os.open(os.path.join(BLKIO_DIR, THROTTLE_FILES[key]), os.O_WRONLY)
     try:
-        os.write(fd, f"{major_minor} {iops}\n".encode())
+        os.write(fd, f"{major_minor} {value}\n".encode())
     finally:
         os.close(fd)
 
@@ -78,7 +86,7 @@ def main(argv: list[str]) -> int:
             settled_at = now
         phase = phase_at(written, fob_bytes, settled_at, now, period_s)
         if phase != current:
-            set_write_iops(major_minor, fresh_iops if phase.endswith("fresh") else steady_iops)
+            write_throttle("write_iops", major_minor, fresh_iops if phase.endswith("fresh") else steady_iops)
             current, switches = phase, switches + 1
             write_state(state_file, {"phase": current, "written_bytes": written, "fob_bytes": fob_bytes,
                                      "switches": switches, "write_iops": fresh_iops if phase.endswith("fresh") else steady_iops})

@@ -17,29 +17,17 @@ Run by fleet.py as: python3 spikes.py STATE_FILE MAJ:MIN SPIKE_MS PERIOD_S READ_
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
 from types import FrameType
 
 try:
-    from .fob import write_state   # imported as labkit.spikes (fleet.py, the tests)
+    from .fob import write_state, write_throttle   # imported as labkit.spikes (fleet.py, the tests)
 except ImportError:
-    from fob import write_state    # run as a script (fleet.py starts it so): its folder is sys.path[0]
+    from fob import write_state, write_throttle    # run as a script (fleet.py starts it so): its folder is sys.path[0]
 
 SPIKE_IOPS = 1
-THROTTLE_FILES = {"read_iops": "/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device",
-                  "write_iops": "/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device"}
-
-
-def set_iops(major_minor: str, key: str, iops: int) -> None:
-    """iops 0 removes the device's rule (the kernel's own convention)."""
-    fd = os.open(THROTTLE_FILES[key], os.O_WRONLY)
-    try:
-        os.write(fd, f"{major_minor} {iops}\n".encode())
-    finally:
-        os.close(fd)
 
 
 def main(argv: list[str]) -> int:
@@ -60,14 +48,14 @@ def main(argv: list[str]) -> int:
         if time.monotonic() < next_spike:
             continue
         for key in normal:
-            set_iops(major_minor, key, SPIKE_IOPS)
+            write_throttle(key, major_minor, SPIKE_IOPS)
         write_state(state_file, {"spikes": spikes, "in_spike": True})
         # Sleep the spike out even when told to stop during it: the throttles must be put back below.
         deadline = time.monotonic() + spike_ms / 1000
         while time.monotonic() < deadline:
             time.sleep(max(0.0, min(0.05, deadline - time.monotonic())))
         for key, iops in normal.items():
-            set_iops(major_minor, key, iops)
+            write_throttle(key, major_minor, iops)
         spikes += 1
         write_state(state_file, {"spikes": spikes, "in_spike": False})
         next_spike += period_s

@@ -18,23 +18,20 @@ Run by fleet.py as: python3 stall.py STATE_FILE HOST_DEVICE LOWER_MAJ:MIN AFTER_
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
 from types import FrameType
 
 try:
-    from .fob import write_state   # imported as labkit.stall (fleet.py, the tests)
+    from .fob import write_state, write_throttle   # imported as labkit.stall (fleet.py, the tests)
 except ImportError:
-    from fob import write_state    # run as a script (fleet.py starts it so): its folder is sys.path[0]
+    from fob import write_state, write_throttle    # run as a script (fleet.py starts it so): its folder is sys.path[0]
 
 POLL_S = 0.02
 SECTOR = 512
 # 1 byte/s: any request waits far longer than any test (a 4 KiB read: 68 minutes) until the rule goes.
 HOLD_BYTES_PER_S = 1
-THROTTLE_FILES = ("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device",
-                  "/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
 
 
 def moved_bytes(device: str) -> int:
@@ -46,12 +43,8 @@ def moved_bytes(device: str) -> int:
 
 def hold(major_minor: str, held: bool) -> None:
     """Hold (1 byte/s) or release (the rule removed) every read and write of the device."""
-    for path in THROTTLE_FILES:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            os.write(fd, f"{major_minor} {HOLD_BYTES_PER_S if held else 0}\n".encode())
-        finally:
-            os.close(fd)
+    for key in ("read_bytes_per_s", "write_bytes_per_s"):
+        write_throttle(key, major_minor, HOLD_BYTES_PER_S if held else 0)
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -211,3 +212,19 @@ def test_a_burn_in_cycle_needs_a_state_dir(capsys, tmp_path):
     (first, *_rest) = burnin_plan(tmp_path, hours=1.0)
     code, result = run_pass(capsys, first, render(first))
     assert code == 1 and "a burn-in cycle (params.burnin_cycle) needs state_dir" in result["msg"]
+
+
+def test_a_cancelled_burn_in_cycle_leaves_no_state(capsys, tmp_path):
+    # Cycle 1 of 3 (not the last: only a cancel removes its state then), its tool a stand-in that sends the module
+    # the SIGTERM a cancel sends, as test_bench_run_runner.py's cancel test does.
+    killer = tmp_path / "fio"
+    killer.write_text("#!/bin/sh\nkill -TERM $PPID\nsleep 1\n")
+    killer.chmod(0o755)
+    state_dir = tmp_path / "state"
+    params = {"burnin_run": "cancel-test", "burnin_target": str(tmp_path), "burnin_cycle": 1, "burnin_cycles": 3,
+              "burnin_budget_s": 3600.0}
+    code, result = run_main(bench_run, capsys, {
+        "argv": [str(killer)], "test": "burnin_1of3", "target": {"path": str(tmp_path)}, "params": params,
+        "settle_s": 0, "device_io": False, "state_dir": str(state_dir)})
+    assert code == 1 and result["msg"] == "interrupted by signal %d" % signal.SIGTERM, result
+    assert os.path.isdir(state_dir) and [name for name in os.listdir(state_dir) if name.startswith("burnin-")] == []
