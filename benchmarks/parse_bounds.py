@@ -38,7 +38,7 @@ if COLLECTIONS not in sys.path:
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse import (  # noqa: E402  (after the path is set)
     blkid, bonnie, cgroup, chronyc, dd, diskstats, fio, fio_text, fstab, ioping, kernel_log, loadavg, lsblk, mdstat,
-    meminfo, mountinfo, nvme, os_release, proc_cgroup, proc_pid_stat, smartctl, swaps, sysbench, sysfs, systemctl,
+    meminfo, mountinfo, nvme, nvme_feature, os_release, proc_cgroup, proc_pid_stat, smartctl, swaps, sysbench, sysfs, systemctl,
     timedatectl, tool_version, units, wipefs, write_cache)
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.records import parse_output  # noqa: E402
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.detect import detect_tool  # noqa: E402
@@ -244,7 +244,9 @@ PARSERS: Dict[str, Callable[[str], object]] = {
     "mountinfo": _each(mountinfo.parse_mountinfo, mountinfo.cgroup2_mount),
     "swaps": swaps.parse_swaps,
     "fstab": _each(fstab.parse_fstab, fstab.fstab_spec),
+    "nvme_feature": _each(lambda text: nvme_feature.feature_value(text, nvme_feature.FEATURE_POWER_MANAGEMENT)),
     "sysfs": _each(sysfs.parse_scheduler, sysfs.link_speed_gts, sysfs.link_width, sysfs.loop_backing_file,
+                   sysfs.whole_number, sysfs.signed_number,
                    lambda text: sysfs.vpd_unit_serial(text.encode("utf-8", "surrogateescape"))),
     "meminfo": meminfo.parse_meminfo,
     "loadavg": loadavg.parse_loadavg,

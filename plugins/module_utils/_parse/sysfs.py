@@ -1,7 +1,8 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Values of /sys files that need reading, not just stripping: the active I/O scheduler, PCIe link speed and
-width, a SCSI unit serial (VPD page 0x80), a loop device's backing file. Block I/O counters: diskstats.py."""
+width, a whole number (nr_requests, queue_depth, start), a SCSI unit serial (VPD page
+0x80), a loop device's backing file. Block I/O counters: diskstats.py."""
 
 from __future__ import annotations
 
@@ -33,6 +34,20 @@ def link_width(value: Optional[str]) -> Optional[int]:
     text = (value or "").strip()
     # 1 to 20 ASCII digits: int() refuses more than 4300 digits and str.isdigit() takes any script's digits
     return int(text) if re.match(r"^[0-9]{1,20}$", text) and int(text) > 0 else None
+
+
+def whole_number(value: Optional[str]) -> Optional[int]:
+    """A sysfs file holding one non-negative whole number ('256\\n' -> 256); None when missing or anything else
+    (1 to 20 ASCII digits, as link_width)."""
+    text = (value or "").strip()
+    return int(text) if re.match(r"^[0-9]{1,20}$", text) else None
+
+
+def signed_number(value: Optional[str]) -> Optional[int]:
+    """A sysfs file holding one whole number that may be negative (alignment_offset is -1 when the kernel cannot
+    align the device)."""
+    text = (value or "").strip()
+    return int(text) if re.match(r"^-?[0-9]{1,20}$", text) else None
 
 
 def vpd_unit_serial(data: bytes) -> Optional[str]:

@@ -99,6 +99,8 @@ def test_system_values_of_thousands_of_digits_are_unknown():
     """A /sys value or a tool version of more digits than int() takes (4300) is unknown, not a ValueError."""
     assert sysfs.link_width("9" * 5000) is None
     assert sysfs.link_width("16") == 16
+    assert sysfs.whole_number("9" * 5000) is None and sysfs.signed_number("-" + "9" * 5000) is None
+    assert sysfs.whole_number("256") == 256 and sysfs.signed_number("-1") == -1
     assert tool_version.version_tuple("9" * 5000) is None
     assert tool_version.version_tuple("3." + "1" * 5000) is None
     assert tool_version.version_tuple("3.33") == (3, 33)

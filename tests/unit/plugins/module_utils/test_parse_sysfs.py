@@ -2,10 +2,13 @@
 backing file."""
 from __future__ import annotations
 
+import json
+import pathlib
+
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import (
-    link_speed_gts, link_width, loop_backing_file, parse_scheduler, vpd_unit_serial,
+    link_speed_gts, link_width, loop_backing_file, parse_scheduler, signed_number, vpd_unit_serial, whole_number,
 )
 
 
@@ -39,3 +42,33 @@ def test_vpd_unit_serial_skips_the_header_and_padding():
 def test_loop_backing_file_of_a_removed_file():
     assert loop_backing_file("/dev/shm/d0.img") == ("/dev/shm/d0.img", False)
     assert loop_backing_file("/dev/shm/d0.img (deleted)") == ("/dev/shm/d0.img", True)
+
+
+# Real values: this VM's /sys/block/vda (tests/fixtures/disk_state/vda-queue.src.md).
+VDA = json.loads((pathlib.Path(__file__).parents[3] / "fixtures" / "disk_state" / "vda-queue.json").read_text())["files"]
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("queue/nr_requests", 256), ("queue/read_ahead_kb", 8192), ("queue/max_sectors_kb", 4096),
+    ("queue/logical_block_size", 512), ("queue/physical_block_size", 4096), ("queue/rotational", 1),
+])
+def test_whole_numbers_of_a_real_queue(name, value):
+    assert whole_number(VDA["sys/block/vda/" + name]) == value
+
+
+def test_a_real_scheduler_line_with_its_trailing_space():
+    assert parse_scheduler(VDA["sys/block/vda/queue/scheduler"]) == "mq-deadline"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (VDA["sys/block/vda/alignment_offset"], 0), ("-1\n", -1), ("3584\n", 3584), ("", None), (None, None), ("x", None),
+    ("1" * 21, None),
+])
+def test_alignment_offset(text, value):
+    # The kernel prints -1 when it cannot align the device (block/genhd.c, queue_limit_alignment_offset).
+    assert signed_number(text) == value
+
+
+@pytest.mark.parametrize("text", ["", None, "-1", "4k", "1" * 21, "\u0664"])
+def test_whole_number_refuses_anything_else(text):
+    assert whole_number(text) is None
