@@ -128,6 +128,8 @@ FIO_RUNTIME_S = 60
 DISK_SPREAD = 0.03             # per-disk factor, relative standard deviation
 RUN_SPREAD = 0.015             # per-run noise on top
 SLOW_FACTOR = (0.45, 0.80)     # a slow disk runs at this fraction of its model's speed
+# --disk-state: the share of disks that differ from their peers or whose health changes (the likely causes' inputs).
+DISK_STATE_RATES = {"old_firmware": 0.02, "write_cache_off": 0.01, "degraded_link": 0.01, "media_errors": 0.005}
 
 ERROR_TEXTS = {
     "dd_seq_write": "dd: error writing '{file}': Input/output error",
@@ -291,9 +293,10 @@ class FleetPlan:
 class RecordFactory:
     """Schema 1 records shaped exactly like the lab's, with this host's figures and identities."""
 
-    def __init__(self, templates: dict, plan: FleetPlan, seed: int):
+    def __init__(self, templates: dict, plan: FleetPlan, seed: int, disk_state: bool = False):
         self.templates = templates
         self.plan = plan
+        self.disk_state = disk_state
         self.rng = random.Random(seed + 1)
         self.clock = datetime.datetime(2026, 11, 22, 1, 0, 0, tzinfo=datetime.timezone.utc).timestamp()
         self.shapes = {test: _shape(record) for test, record in templates.items()}
@@ -362,7 +365,55 @@ class RecordFactory:
             for key in ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops"):
                 metrics[key] = None
             metrics["latency_ns"] = {"read": None, "write": None}
+        if self.disk_state:
+            record["disk_state"] = self.disk_state_of(host, target_index)
         return record
+
+    def disk_state_of(self, host: int, target: int) -> dict:
+        """record.disk_state as bench_run reads it around a test (the reading before, every field; after, what changed),
+        seeded per disk: a few
+        disks on an older firmware, with the write cache off, on a degraded link, or whose media errors grow."""
+        model = DISK_MODELS[self.plan.host_model[host]]
+        serial = self.plan.disk_serial[host][target]
+        odd = random.Random(serial)
+        nvme = model["transport"] == "nvme"
+        degraded = odd.random() < DISK_STATE_RATES["degraded_link"]
+        firmware = "OLD" + model["firmware"][3:] if odd.random() < DISK_STATE_RATES["old_firmware"] else model["firmware"]
+        write_cache = "write through" if odd.random() < DISK_STATE_RATES["write_cache_off"] else "write back"
+        grows = odd.random() < DISK_STATE_RATES["media_errors"]
+        health = {key: 0 for key in ("reallocated_sectors", "pending_sectors", "offline_uncorrectable", "udma_crc_errors",
+                                     "media_errors", "error_log_entries", "grown_defects", "read_uncorrected", "write_uncorrected")}
+        health.update(critical_warning=0 if nvme else None, health="passed", temperature_c=odd.randint(32, 55),
+                      percentage_used=odd.randint(0, 20), available_spare=100 if nvme else None,
+                      available_spare_threshold=10 if nvme else None, warning_temp_time=0 if nvme else None,
+                      critical_comp_time=0 if nvme else None, thermal_throttle_events=0 if nvme else None)
+
+        def reading(after: bool) -> dict:
+            grown = dict(health)
+            if after and grows:
+                grown["media_errors"] = 12
+            return {
+                "disk": self.plan.device(host, target), "model": model["model"],
+                "firmware": firmware,
+                "rotational": model["rotational"], "scheduler": "none" if nvme else "mq-deadline", "nr_requests": 1023 if nvme else 64,
+                "queue_depth": None if nvme else 32, "read_ahead_kb": 128, "max_sectors_kb": 1280 if nvme else 512,
+                "logical_block_size": 512, "physical_block_size": 4096,
+                "write_cache": write_cache,
+                "partition": None,
+                "pcie": {"function": "0000:%02x:00.0" % (target + 1), "speed_gts": 8.0 if degraded else 16.0, "width": 2 if degraded else 4,
+                         "max_speed_gts": 16.0, "max_width": 4, "port": "0000:00:0%d.1" % (target + 1), "port_max_speed_gts": 16.0,
+                         "port_max_width": 4, "degraded": degraded,
+                         "text": "PCIe link x%d at %g GT/s, capable x4 at 16 GT/s" % (2 if degraded else 4, 8.0 if degraded else 16.0)}
+                if nvme else None,
+                "sata": None if nvme else {"speed_gbps": 3.0 if degraded else 6.0, "max_gbps": 6.0, "degraded": degraded,
+                                           "text": "SATA link %.1f Gb/s, capable 6.0 Gb/s" % (3.0 if degraded else 6.0)},
+                "nvme_power": {"power_state": 0, "apst": True} if nvme else None,
+                "health": grown, "unknown": [],
+            }
+        # the collection is importable by now (_ensure_collection_importable runs first)
+        from ansible_collections.diskproof.fleet.plugins.module_utils._disk_state import changes
+        before = reading(False)
+        return {"before": before, "after": changes(before, reading(True))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -765,7 +816,7 @@ def _time_stats_phases(callback):
 def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS_PER_HOST, seed: int = DEFAULT_SEED,
              report_dir: str | None = None, unreachable_rate: float = 0.01, error_rate: float = 0.003, no_record_rate: float = 0.001,
              slow_rate: float = 0.03, extra_options: dict | None = None, real_task_result: bool = False, profile_dir: str | None = None,
-             workdir: str | None = None, no_op_callback: bool = False) -> dict:
+             workdir: str | None = None, no_op_callback: bool = False, disk_state: bool = False) -> dict:
     """One measured run in this process. Returns figures and what was generated.
 
     ``workdir`` (default: a new temp dir, left for the caller to remove) receives the console
@@ -782,10 +833,12 @@ def run_once(hosts: int = DEFAULT_HOSTS, results_per_host: int = DEFAULT_RESULTS
 
     templates = load_templates()
     plan = FleetPlan(hosts, results_per_host, seed, unreachable_rate, error_rate, no_record_rate, slow_rate)
-    factory = RecordFactory(templates, plan, seed)
-    # Every synthetic record has exactly the lab record's shape (spot check per test).
+    factory = RecordFactory(templates, plan, seed, disk_state)
+    # Every synthetic record has exactly the lab record's shape (spot check per test), disk_state aside.
     for slot, (_phase, _target, test) in enumerate(plan.slots[:TESTS_PER_TARGET * 1]):
-        if _shape(factory.record(0, slot, error=False)) != {**factory.shapes[test], "target": _shape(factory.target(0, 0))}:
+        shape = _shape(factory.record(0, slot, error=False))
+        shape.pop("disk_state", None)
+        if shape != {**factory.shapes[test], "target": _shape(factory.target(0, 0))}:
             raise AssertionError("synthetic %s record does not have the lab record's shape" % test)
     _inventory, play, tasks, host_objects = build_ansible_objects(plan.names)
     stats = AggregateStats()
@@ -1078,6 +1131,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", metavar="DIR", help="cProfile ingestion and on_stats into DIR/*.prof and print the top functions")
     parser.add_argument("--no-op-callback", action="store_true",
                         help="event handlers that do nothing: the ingestion figure is this script's own dispatch cost (writes no report)")
+    parser.add_argument("--disk-state", action="store_true",
+                        help="give every record a disk_state (before/after readings: the health rules' and likely causes' input)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     parser.add_argument("--markdown", action="store_true", help="summary table (with --repeat) as markdown")
     return parser
@@ -1093,6 +1148,8 @@ def _child_command(args, json_path: str) -> list[str]:
         command.append("--real-task-result")
     if args.no_op_callback:
         command.append("--no-op-callback")
+    if args.disk_state:
+        command.append("--disk-state")
     return command
 
 
@@ -1135,7 +1192,7 @@ def main(argv=None) -> dict:
         figures = run_once(workdir=workdir, hosts=args.hosts, results_per_host=args.results_per_host, seed=args.seed, report_dir=args.report_dir,
                            unreachable_rate=args.unreachable_rate, error_rate=args.error_rate, no_record_rate=args.no_record_rate,
                            slow_rate=args.slow_rate, extra_options=dict(args.option), real_task_result=args.real_task_result,
-                           profile_dir=args.profile, no_op_callback=args.no_op_callback)
+                           profile_dir=args.profile, no_op_callback=args.no_op_callback, disk_state=args.disk_state)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as stream:
                 json.dump(figures, stream, indent=2, sort_keys=True)

@@ -16,6 +16,8 @@ def _variable_line(setting: _settings.Setting) -> str:
         return "Variable C(%s) (a percentage, e.g. %g)." % (setting.variable, setting.default * 100)
     if setting.kind == _settings.FACTOR:
         return "Variable C(%s) (a multiplier, e.g. %g)." % (setting.variable, setting.default)
+    if setting.kind == _settings.CELSIUS:
+        return "Variable C(%s) (degrees Celsius, e.g. %g)." % (setting.variable, setting.default)
     return "Variable C(%s)." % setting.variable
 
 

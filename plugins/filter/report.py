@@ -21,7 +21,7 @@ _JUDGE = _aggregate.Settings()
 def fleet_report(records_by_host, host_statuses=None, rules=None, baseline=None, outlier_fraction=_JUDGE.outlier_fraction,
                  peer_group=_JUDGE.peer_group, max_cv=_JUDGE.max_cv, regression_fraction=_JUDGE.regression_fraction, run=None,
                  robust_z_min_deviation=_JUDGE.robust_z_min_deviation, unstable_fails=_JUDGE.unstable_fails,
-                 latency_outlier_factor=_JUDGE.latency_outlier_factor):
+                 latency_outlier_factor=_JUDGE.latency_outlier_factor, max_temperature_c=_JUDGE.max_temperature_c):
     """The report dict of the callback for {host: [records]}; malformed rules or baseline fail loudly."""
     if not isinstance(records_by_host, Mapping):
         raise AnsibleFilterError("diskproof.fleet.fleet_report: input must be a mapping of host to a list of records, got %s"
@@ -40,7 +40,8 @@ def fleet_report(records_by_host, host_statuses=None, rules=None, baseline=None,
         settings = _aggregate.make_settings(outlier_fraction=outlier_fraction, peer_group=peer_group, max_cv=max_cv,
                                             regression_fraction=regression_fraction,
                                             robust_z_min_deviation=robust_z_min_deviation, unstable_fails=unstable_fails,
-                                            latency_outlier_factor=latency_outlier_factor)
+                                            latency_outlier_factor=latency_outlier_factor,
+                                            max_temperature_c=max_temperature_c)
         return _report.build_report(
             records, dict(host_statuses or {}), dict(run or {}), settings=settings,
             acceptance=rules, rules_source=SOURCE_ARGUMENT if rules is not None else None,

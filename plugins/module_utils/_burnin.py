@@ -27,61 +27,16 @@ import zlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import _state_dir
-from ._health import probe_health
+from ._health import health_counters, new_problems, probe_health
 from ._results import NotRun
 
 KIND = "diskproof-burnin"
 SCHEMA = 1
-# The counters a burn-in watches: key in health_counters' answer -> how a reason names it. Any growth stops it.
-COUNTERS = (
-    ("reallocated_sectors", "reallocated sectors"),
-    ("pending_sectors", "pending sectors"),
-    ("offline_uncorrectable", "offline uncorrectable sectors"),
-    ("udma_crc_errors", "UDMA CRC errors"),
-    ("media_errors", "media errors"),
-    ("error_log_entries", "error log entries"),
-    ("grown_defects", "grown defects"),
-    ("read_uncorrected", "uncorrected read errors"),
-    ("write_uncorrected", "uncorrected write errors"),
-)
 
 
 def state_name(run_id: str, target_path: str) -> str:
     """burnin-<run id>-<crc32 of the target's path>.json: one file per target of the run."""
     return "burnin-%s-%08x.json" % (run_id, zlib.crc32(target_path.encode("utf-8", "surrogateescape")))
-
-
-def health_counters(smart: Optional[Mapping[str, Any]], nvme: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The watched counters of one reading (smartctl_result / nvme_result summaries): every COUNTERS key (None:
-    not reported), critical_warning (NVMe; None: not reported) and health (SMART's verdict: passed, failed,
-    unknown, unavailable)."""
-    counters: Dict[str, Any] = {key: None for key, _text in COUNTERS}
-    counters.update(critical_warning=None, health=(smart or {}).get("health") or "unavailable")
-    sources = [(smart or {}).get("ata"), (smart or {}).get("scsi"), (smart or {}).get("nvme"),
-               nvme if nvme and nvme.get("available") else None]
-    for source in sources:
-        if not isinstance(source, Mapping):
-            continue
-        for key in list(counters):
-            if key != "health" and counters[key] is None and isinstance(source.get(key), int):
-                counters[key] = source[key]
-    return counters
-
-
-def new_problems(baseline: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
-    """What grew since the baseline: 'media errors 0 -> 12', 'critical warning 0x00 -> 0x04', 'SMART health
-    passed -> failed'; [] when nothing did (or a counter is unknown on either side)."""
-    problems = []
-    for key, text in COUNTERS:
-        before, after = baseline.get(key), now.get(key)
-        if isinstance(before, int) and isinstance(after, int) and after > before:
-            problems.append("%s %d -> %d" % (text, before, after))
-    warning = now.get("critical_warning")
-    if isinstance(warning, int) and warning and warning != baseline.get("critical_warning"):
-        problems.append("critical warning 0x%02x -> 0x%02x" % (baseline.get("critical_warning") or 0, warning))
-    if now.get("health") == "failed" and baseline.get("health") != "failed":
-        problems.append("SMART health %s -> failed" % baseline.get("health"))
-    return problems
 
 
 def read_health(find_bin: Callable[[str], Optional[str]], device_path: Optional[str]) -> Dict[str, Any]:

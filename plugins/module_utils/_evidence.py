@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ._metrics import cache_bypass, primary_metric
+from ._pcie import PCIE_LINK_FILES, degraded, find_pci_function, link_texts, link_values, upstream_port
 from ._parse.chronyc import chronyc_unsynchronised, parse_chronyc_tracking
 from ._parse.kernel_log import dmesg_lines, journal_kernel_text
-from ._parse.sysfs import link_speed_gts, link_width
 from ._parse.timedatectl import parse_timedatectl_show, parse_timesync_status
 from ._steady import readme_lines as steady_readme_lines
 from ._tools import TOOL_VERSION_ARGS
@@ -60,14 +60,11 @@ MIB = 1 << 20
 
 # Kernel names of whole disks (sda, nvme0n1, vda, loop3, xvdb, mmcblk0): never a path.
 _DISK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
-# A PCI function in sysfs: domain:bus:device.function, e.g. 0000:3d:00.0.
-_PCI_FUNCTION = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 # Characters every bundle member name is made of (sha256sum escapes others; tar and shells do not care).
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._+-]")
 
 QUEUE_FILES = ("scheduler", "nr_requests", "read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "rotational",
                "logical_block_size", "physical_block_size", "nomerges", "wbt_lat_usec", "write_cache")
-PCIE_LINK_FILES = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
 
 # Tool versions, per host, asked as discover asks them (bonnie++ prints only its usage: its package manager says it).
 VERSION_COMMANDS = tuple((tool, [tool] + list(args)) for tool, args in TOOL_VERSION_ARGS.items() if tool != "bonnie++")
@@ -186,26 +183,18 @@ def clock_offset_text(offset: Optional[Mapping[str, Any]], tried: Sequence[str])
 # PCIe link
 # ---------------------------------------------------------------------------------------------
 
-def find_pci_function(device_path: str) -> Optional[str]:
-    """The sysfs directory of the PCI function at or above a resolved device path, None when there is none."""
-    path = posixpath.normpath(device_path)
-    while path not in ("/", "", "."):
-        if _PCI_FUNCTION.match(posixpath.basename(path)):
-            return path
-        path = posixpath.dirname(path)
-    return None
-
-
 def pcie_link(disk: str, device_link: Optional[str], read_text: Callable[[str], Optional[str]]) -> Dict[str, Any]:
-    """Current against capable PCIe link of the PCI function above a disk.
+    """Current against capable PCIe link of the PCI function above a disk (_pcie.py reads and judges it).
 
     ``device_link`` is the resolved ``/sys/block/<disk>/device`` (None when the disk has no device:
     loop, ram, zram, dm, md). A conventional-PCI function (a VM's virtio disk) has no link files.
-    ``downgraded`` is true when the link trained below what both ends can do (speed or width).
+    ``downgraded`` is true when the link trained below what both ends can do (speed or width; the upstream port's
+    maximum counts when it is known: _pcie.degraded).
     """
     result: Dict[str, Any] = {"disk": disk, "device_path": device_link, "pci_function": None, "pci_path": None}
     result.update({name: None for name in PCIE_LINK_FILES})
-    result.update(downgraded=None, note=None)
+    result.update(downgraded=None, note=None, upstream_port=None, upstream_max_link_speed=None,
+                  upstream_max_link_width=None)
     if device_link is None:
         result["note"] = "no device behind /sys/block/%s: a virtual block device (loop, ram, zram, dm, md)" % disk
         return result
@@ -215,24 +204,26 @@ def pcie_link(disk: str, device_link: Optional[str], read_text: Callable[[str], 
         return result
     result["pci_function"] = posixpath.basename(function)
     result["pci_path"] = function
-    for name in PCIE_LINK_FILES:
-        value = read_text(posixpath.join(function, name))
-        result[name] = value.strip() if value is not None else None
+    result.update(link_texts(function, read_text))
     if all(result[name] is None for name in PCIE_LINK_FILES):
         result["note"] = "%s has no PCIe link attributes (conventional PCI, as a VM's virtio disk)" % result["pci_function"]
         return result
-    speeds = (link_speed_gts(result["current_link_speed"]), link_speed_gts(result["max_link_speed"]))
-    widths = (link_width(result["current_link_width"]), link_width(result["max_link_width"]))
-    slower = speeds[0] < speeds[1] if None not in speeds else None
-    narrower = widths[0] < widths[1] if None not in widths else None
-    if slower is None and narrower is None:
+    port = upstream_port(function)
+    port_texts = link_texts(port, read_text) if port else {"max_link_speed": None, "max_link_width": None}
+    result.update(upstream_port=posixpath.basename(port) if port else None,
+                  upstream_max_link_speed=port_texts["max_link_speed"],
+                  upstream_max_link_width=port_texts["max_link_width"])
+    port_values = link_values(port_texts) if port else {"max_speed_gts": None, "max_width": None}
+    result["downgraded"] = degraded(link_values(result), port_values["max_speed_gts"], port_values["max_width"])
+    if result["downgraded"] is None:
         result["note"] = "link speed or width unknown (device asleep or link down)"
-        return result
-    result["downgraded"] = bool(slower) or bool(narrower)
-    if result["downgraded"]:
+    elif result["downgraded"]:
         result["note"] = "link trained below its capability: %s x%s of %s x%s" % (
             result["current_link_speed"], result["current_link_width"], result["max_link_speed"],
             result["max_link_width"])
+        if port_texts["max_link_speed"] is not None or port_texts["max_link_width"] is not None:
+            result["note"] += " (upstream port %s: up to %s x%s)" % (
+                result["upstream_port"], port_texts["max_link_speed"], port_texts["max_link_width"])
     return result
 
 
@@ -460,7 +451,9 @@ class _Snapshot:
         started = utc_stamp(self.host.now())
         link = pcie_link(disk, self.host.device_link(disk), self._read_text)
         self.entries.append({"read": [posixpath.join(sysfs, "device")] + (
-            [posixpath.join(link["pci_path"], name) for name in PCIE_LINK_FILES] if link["pci_path"] else []),
+            [posixpath.join(link["pci_path"], name) for name in PCIE_LINK_FILES] if link["pci_path"] else []) + (
+            [posixpath.join(posixpath.dirname(link["pci_path"]), name) for name in ("max_link_speed", "max_link_width")]
+            if link["upstream_port"] else []),
             "disk": disk, "output": self.save(self.path(disk, "pcie-link.json"), _json_bytes(link)),
             "started": started, "finished": utc_stamp(self.host.now()), "error": None})
         if kernel_log is not None:

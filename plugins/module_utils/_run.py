@@ -344,6 +344,9 @@ SETTLE_LIMIT_S = 5.0
 # A measured run whose disk has requests in flight and completes none this long is stopped (_stall.py). Past the
 # kernel's own command timeouts (SCSI 30 s, NVMe 30 s) and a retry or two: a slow disk is not a stalled one.
 STALL_TIMEOUT_S = 120.0
+# nvme get-feature for the disk state: an answer from the controller's memory, not the media; a drive that holds it
+# longer is worth a reason, not a wait.
+DISK_STATE_PROBE_S = 10.0
 
 # The options of a run (bench_run's argument spec, beside the record options it shares with bench_facts).
 _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
@@ -375,6 +378,8 @@ _RUN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     remove_on_cancel=dict(type="list", elements="path"),
     remove_when_done=dict(type="list", elements="path"),
     restore_when_done=dict(type="bool", default=False),
+    disk_state=dict(type="bool", default=False),
+    sys_root=dict(type="path", default="/"),
     lock_controller=dict(type="dict"),
     run_dir=dict(type="dict", options=dict(
         path=dict(type="path", required=True),
@@ -628,20 +633,65 @@ class Job:
             self.switch_write_cache_off()
         if self.fence_layout is not None:
             self.enter_fence()
-        for number, argv in enumerate(self.params["setup"] or [], 1):
-            self.check_run_dir()
-            rc, message = self.run_aux("setup", number, argv)
-            if message:
-                raise TaskFailed(message)
-        if self.sweep is not None:
-            self.run_sweep()
-        else:
-            self.run_repeats(measured)
+        self.read_disk_state("before")
+        try:
+            for number, argv in enumerate(self.params["setup"] or [], 1):
+                self.check_run_dir()
+                rc, message = self.run_aux("setup", number, argv)
+                if message:
+                    raise TaskFailed(message)
+            if self.sweep is not None:
+                self.run_sweep()
+            else:
+                self.run_repeats(measured)
+        except (Interrupted, _proc.ControllerGone):
+            raise       # a cancel: the teardown comes first, no reading
+        except Exception:
+            self.read_disk_state("after")   # the records of a failed run get it too
+            raise
+        self.read_disk_state("after")
         if self.burnin is not None:
             progress = self.burnin.end(self.records)
             for record in self.records:
                 record["burnin"] = {"cycle": self.burnin.number, "cycles": self.burnin.cycles,
                                     "budget_s": self.burnin.budget_s, "progress": progress}
+
+    # ------------------------------------------------------------------ disk state (module_utils/_disk_state.py)
+
+    disk_state = None       # {"before": reading, "after": reading or None} when params.disk_state
+
+    def read_disk_state(self, when):
+        """The target disk's state now, kept for every record; a reading never fails the task."""
+        if not self.params["disk_state"]:
+            return
+        from . import _disk_state
+        from ._health import probe_health
+        sys_root = self.params["sys_root"]
+
+        def read_health(disk):
+            return probe_health(self.module.get_bin_path, "/dev/" + disk, disk.startswith("nvme"))
+
+        def probe_tool(argv):
+            binary = self.module.get_bin_path(argv[0])
+            if binary is None:
+                return None, "", "%s is not installed" % argv[0]
+            return _proc.probe([binary] + list(argv[1:]), timeout_s=DISK_STATE_PROBE_S)
+
+        try:
+            number = _blockdev.device_number(self.target["path"]) if self.target.get("path") else None
+            partition = _disk_state.partition_of(number, sys_root) if number else None
+            # health from /dev/<disk> even under another sys_root (a lab's stand-in smartctl answers there);
+            # read_disk_state itself asks nvme get-feature only of the host's own /sys
+            reading = _disk_state.read_disk_state(self.device, sys_root, partition, read_health, probe_tool)
+        except (Interrupted, _proc.ControllerGone):
+            raise       # a cancel while a probe ran is still a cancel
+        except Exception as error:   # a reader's bug must not cost the run its figures
+            reading = {"disk": self.device, "unknown": ["disk state: not read (%s: %s)" % (type(error).__name__,
+                                                                                           error)]}
+        if self.disk_state is None:
+            self.disk_state = {"before": None, "after": None}
+        # after: only what changed since before (_disk_state.changes; state_after puts the whole back together)
+        self.disk_state[when] = reading if when == "before" else _disk_state.changes(self.disk_state["before"], reading)
 
     # ------------------------------------------------------------------ burn-in (module_utils/_burnin.py)
 
@@ -1264,6 +1314,8 @@ class Job:
                 record["write_cache"] = dict(self.write_cache)
             if params["keep_raw"] is not None:
                 record["raw_files"] = list(self.raw_files)
+            if self.disk_state is not None:
+                record["disk_state"] = copy.deepcopy(self.disk_state)
         return {"diskproof_results": self.records}
 
 

@@ -339,6 +339,24 @@ options:
         option checks fail before the job starts.
     type: bool
     default: false
+  disk_state:
+    description:
+      - Read the state of the target's disk (O(target) C(device)) before the setup and measured runs and after them,
+        and put both on every record as C(disk_state) - the queue settings (scheduler, nr_requests, queue_depth,
+        read-ahead, block sizes), the write cache mode, the alignment of the partition holding the target, the PCIe
+        link against what the disk and its upstream port can do, the SATA link, the NVMe power state and APST
+        (C(nvme get-feature)), and the health counters (C(smartctl -j -x), C(nvme smart-log)).
+      - A source that is missing is null, with a reason in the reading's C(unknown) list; a reading never fails the
+        task. No after-reading when the job was cancelled.
+    type: bool
+    default: false
+  sys_root:
+    description:
+      - The root prefix O(disk_state) reads C(/sys) under (C(<sys_root>/sys/block/...)); symlinks are followed
+        inside it only. Another root than C(/) replays a captured tree - then C(nvme get-feature) is not asked (the
+        tree's disk need not be the host's); the health is still read from C(/dev/<disk>).
+    type: path
+    default: /
   lock_controller:
     description:
       - The controller identity of the run holding the lock (the C(controller) of the quiesce role's public fact
@@ -665,6 +683,25 @@ ansible_facts:
           elements: list
           returned: with O(sweep)
           sample: [[dd, if=/dev/sdb, of=/dev/null, bs=1048576, iflag=direct, skip=0, count=256]]
+        disk_state:
+          description:
+            - The disk's state read C(before) the setup and measured runs and C(after) them (null when not read, for
+              instance after a cancel). Each reading has C(disk), C(model), C(firmware), C(rotational), C(scheduler),
+              C(nr_requests), C(queue_depth), C(read_ahead_kb), C(max_sectors_kb), C(logical_block_size),
+              C(physical_block_size), C(write_cache) (V(write back) or V(write through)), C(partition) (C(name),
+              C(start_bytes), C(alignment_offset), C(aligned)), C(pcie) (C(function), C(speed_gts), C(width),
+              C(max_speed_gts), C(max_width), C(port), C(port_max_speed_gts), C(port_max_width), C(degraded) - below
+              the lower of both ends' maximum - and C(text)), C(sata) (C(speed_gbps), C(max_gbps), C(degraded), C(text)),
+              C(nvme_power) (C(power_state), C(apst)), C(health) (the health counters) and C(unknown) (why a field
+              is null).
+            - C(after) holds only what changed since C(before) (of C(health) only the changed counters; an empty
+              dict when nothing changed), so a fleet's records do not carry each disk's state twice.
+          type: dict
+          returned: when O(disk_state=true)
+          sample: {before: {disk: nvme0n1, scheduler: none, nr_requests: 1023, pcie: {function: "0000:01:00.0",
+                   speed_gts: 8.0, width: 4, max_speed_gts: 8.0, max_width: 4, port: "0000:00:02.1",
+                   port_max_speed_gts: 8.0, port_max_width: 8, degraded: false,
+                   text: "PCIe link x4 at 8 GT/s, capable x4 at 8 GT/s"}, unknown: []}, after: {health: {temperature_c: 41}}}
         raw_files:
           description: The evidence files written to O(keep_raw).
           type: list

@@ -12,6 +12,9 @@ documentation of everything below.
 One entry per record, plus one per host problem that left no record. Each entry keeps every
 finding (``reasons``) and the verdict of the worst one, in this precedence:
 
+- ``corrupt``: a verify test's ``integrity`` has bad blocks.
+- ``unhealthy``: the disk's health got worse during the run (``_causes.health_reasons``: a counter grew, a critical
+  warning, SMART failed, above ``max_temperature_c``; a burn-in's ``health: ...`` error).
 - ``error``: the record carries ``error`` (the tool failed; partial figures are not judged).
 - ``not_measured``: the host was unreachable, or a task failed without producing a record, or
   the host produced no record at all, or a record has neither a throughput nor an IOPS figure.
@@ -29,6 +32,9 @@ finding (``reasons``) and the verdict of the worst one, in this precedence:
 - ``unstable``: the record's ``samples`` (per-repeat primary values) vary by a coefficient of
   variation above ``max_cv``.
 - ``pass``: everything else (including groups too small to compare; the reason says so).
+
+An entry that is not a pass gets its likely causes (``Entry.causes``: ``_causes.Cohorts.likely_causes``), and the
+report the groups' ``differences``.
 
 The primary metric of a record (``primary_metric``, module_utils/_metrics.py):
 
@@ -64,14 +70,18 @@ from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import (
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import mapping_or_empty as _mapping
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none as _number
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.fio_job import FAIL_FAST_PREFIX
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _causes
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._baseline_trust import lost_baseline_hosts
 
 # 2: verdicts invalid/slow/regressed/unstable, reasons, identity peer groups, acceptance rules, baseline.
+# Later additions kept 2, as corrupt and not_steady did: new keys (results[].likely_causes, differences,
+# rules.max_temperature_c) and the verdict unhealthy are additive; every reader of 2 reads them (docs/report.md).
 REPORT_SCHEMA = 2
 # Baselines may come from reports of either shape: both keep results[].record.
 BASELINE_REPORT_SCHEMAS = (1, 2)
 
 VERDICT_CORRUPT = "corrupt"
+VERDICT_UNHEALTHY = "unhealthy"
 VERDICT_ERROR = "error"
 VERDICT_NOT_MEASURED = "not_measured"
 VERDICT_INVALID = "invalid"
@@ -86,15 +96,17 @@ VERDICT_PASS = "pass"
 # before, then worse than its peers.
 # not_steady sits with the untrustworthy figures: a steady-state test that never settled measured no
 # steady state, so what its figure breaks (rules, baseline, peers) comes after.
-VERDICTS = (VERDICT_CORRUPT, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW, VERDICT_REGRESSED,
-            VERDICT_OUTLIER, VERDICT_UNSTABLE, VERDICT_PASS)
+# unhealthy right after corrupt: a disk whose error counters grew (or that overheated) under the test is the finding
+# whatever its figure, and a burn-in's tool error is most often that damage showing (docs/report.md, Verdicts).
+VERDICTS = (VERDICT_CORRUPT, VERDICT_UNHEALTHY, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
+            VERDICT_REGRESSED, VERDICT_OUTLIER, VERDICT_UNSTABLE, VERDICT_PASS)
 # What kind of finding each verdict is (the pages' style): "bad" (no valid figure), "warn" (a figure judged too low or
 # unsteady), "muted" (nothing measured), "ok".
-VERDICT_KINDS = {VERDICT_CORRUPT: "bad", VERDICT_ERROR: "bad", VERDICT_NOT_MEASURED: "muted", VERDICT_INVALID: "bad", VERDICT_NOT_STEADY: "warn",
-                 VERDICT_SLOW: "warn", VERDICT_REGRESSED: "warn", VERDICT_OUTLIER: "warn", VERDICT_UNSTABLE: "warn",
-                 VERDICT_PASS: "ok"}
+VERDICT_KINDS = {VERDICT_CORRUPT: "bad", VERDICT_UNHEALTHY: "bad", VERDICT_ERROR: "bad", VERDICT_NOT_MEASURED: "muted",
+                 VERDICT_INVALID: "bad", VERDICT_NOT_STEADY: "warn", VERDICT_SLOW: "warn", VERDICT_REGRESSED: "warn",
+                 VERDICT_OUTLIER: "warn", VERDICT_UNSTABLE: "warn", VERDICT_PASS: "ok"}
 # What makes summary.passed false. Unstable is worth a look, not a failed acceptance.
-FAILING_VERDICTS = (VERDICT_CORRUPT, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
+FAILING_VERDICTS = (VERDICT_CORRUPT, VERDICT_UNHEALTHY, VERDICT_ERROR, VERDICT_NOT_MEASURED, VERDICT_INVALID, VERDICT_NOT_STEADY, VERDICT_SLOW,
                     VERDICT_REGRESSED, VERDICT_OUTLIER)
 _RANK = {verdict: rank for rank, verdict in enumerate(VERDICTS)}
 
@@ -110,6 +122,11 @@ DEFAULT_REGRESSION_FRACTION = 0.10
 # A p99 this many times its peers' median is a tail worth a look (docs/report.md, "Latency"): a slow-failing drive's
 # tail grows several-fold long before its mean moves, while healthy twins' p99 stay within tens of percent.
 DEFAULT_LATENCY_OUTLIER_FACTOR = 2.0
+# Above this the disk is unhealthy (docs/report.md, "Health rules"): most drives' warning temperature is 70-85 °C, and
+# a test that heats a disk past 70 °C in a rack measures its throttling, not its speed.
+DEFAULT_MAX_TEMPERATURE_C = _causes.DEFAULT_MAX_TEMPERATURE_C
+# No drive runs at 150 °C: a larger limit is a typo (Fahrenheit, an extra digit), not a site's choice.
+MAX_TEMPERATURE_LIMIT_C = 150
 # A median of two says nothing about which of the two is wrong.
 MIN_PEERS = 3
 
@@ -318,6 +335,7 @@ class RecordFacts(NamedTuple):
     direct: bool = False                       # params.direct: O_DIRECT, the page cache out of the latency
     integrity: Optional["Integrity"] = None    # a verify test's record.integrity (None: not a verify test)
     burnin: Optional[str] = None               # a burn-in cycle's progress ('burn-in cycle 3 of up to 9: ...')
+    disk: Optional[_causes.DiskFacts] = None   # disk_state (and a burn-in's health): health rules, likely causes
 
 
 def _own(value: Any) -> Any:
@@ -386,6 +404,7 @@ def record_facts(record: Mapping[str, Any]) -> RecordFacts:
         direct=_is_direct(params.get("direct")),
         integrity=_integrity(record.get("integrity")),
         burnin=_own(_mapping(record.get("burnin")).get("progress")),
+        disk=_causes.disk_facts(record),
     )
 
 
@@ -615,12 +634,14 @@ class Settings(NamedTuple):
     # A figure whose repeats vary more than max_cv cannot be trusted to pass: it fails acceptance
     # unless the site says otherwise (docs/report.md, Verdicts).
     unstable_fails: bool = True
+    max_temperature_c: float = DEFAULT_MAX_TEMPERATURE_C
 
 
 def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: Any = PEER_GROUP_IDENTITY, max_cv: Any = DEFAULT_MAX_CV,
                   regression_fraction: Any = DEFAULT_REGRESSION_FRACTION, robust_z_limit: Any = DEFAULT_ROBUST_Z_LIMIT,
                   robust_z_min_deviation: Any = DEFAULT_ROBUST_Z_MIN_DEVIATION, unstable_fails: Any = True,
-                  latency_outlier_factor: Any = DEFAULT_LATENCY_OUTLIER_FACTOR) -> Settings:
+                  latency_outlier_factor: Any = DEFAULT_LATENCY_OUTLIER_FACTOR,
+                  max_temperature_c: Any = DEFAULT_MAX_TEMPERATURE_C) -> Settings:
     """Settings with every value checked; ValueError names the bad one."""
     if peer_group not in PEER_GROUP_CHOICES:
         raise ValueError("peer_group must be one of %s, got %r" % (", ".join(PEER_GROUP_CHOICES), peer_group))
@@ -635,6 +656,10 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
     factor = _number(latency_outlier_factor)
     if factor is None or not 1 < factor < math.inf:
         raise ValueError("latency_outlier_factor must be a number above 1, got %r" % (latency_outlier_factor,))
+    temperature = _number(max_temperature_c)
+    if temperature is None or not 0 < temperature < MAX_TEMPERATURE_LIMIT_C:
+        raise ValueError("max_temperature_c must be a number of degrees Celsius above 0 and below %d, got %r"
+                         % (MAX_TEMPERATURE_LIMIT_C, max_temperature_c))
     return Settings(
         outlier_fraction=_fraction("outlier_fraction", outlier_fraction),
         peer_group=str(peer_group),
@@ -644,6 +669,7 @@ def make_settings(outlier_fraction: Any = DEFAULT_OUTLIER_FRACTION, peer_group: 
         robust_z_min_deviation=min_deviation,
         latency_outlier_factor=factor,
         unstable_fails=unstable_fails,
+        max_temperature_c=float(temperature),
     )
 
 
@@ -1047,6 +1073,7 @@ class Entry(NamedTuple):
     deviation_from_baseline: Optional[float]
     noise: Optional[Noise] = None
     latency: Tuple[LatencyCheck, ...] = ()   # every latency rule limit beside its figure
+    causes: Tuple[_causes.Cause, ...] = ()   # likely causes, ranked (flagged results only: not pass)
 
     # What every writer reads of an entry besides its fields (None for a host problem).
 
@@ -1149,8 +1176,9 @@ class _Judge:
     def __init__(self, groups: Mapping[Tuple[GroupKey, str], Sequence[float]], settings: Settings,
                  rules: Sequence[Mapping[str, Any]], baseline: Optional[BaselineIndex],
                  group_cvs: Optional[Mapping[Tuple[GroupKey, str], Sequence[float]]] = None,
-                 lost_baseline: Optional[Mapping[str, str]] = None) -> None:
+                 lost_baseline: Optional[Mapping[str, str]] = None, cohorts: Optional[_causes.Cohorts] = None) -> None:
         self.settings = settings
+        self.cohorts = cohorts or _causes.Cohorts()
         self.rules = rules
         self.baseline = baseline
         self.lost_baseline = lost_baseline or {}   # host -> why the store's baseline has none of its disks
@@ -1175,19 +1203,29 @@ class _Judge:
         return rows
 
     def judge(self, host: str, record: Any, facts: RecordFacts) -> Entry:
-        """The entry of a record."""
+        """The entry of a record, with its likely causes when it is not a pass."""
+        entry = self.verdict_entry(host, record, facts)
+        if entry.verdict == VERDICT_PASS or facts.disk is None:
+            return entry
+        return entry._replace(causes=self.cohorts.likely_causes(cohort_key(facts), facts.disk, self.settings.max_temperature_c))
+
+    def verdict_entry(self, host: str, record: Any, facts: RecordFacts) -> Entry:
+        """The entry of a record, judged."""
+        unhealthy, error = _health_findings(facts, self.settings.max_temperature_c)
         if _corrupt(facts):
-            bad: List[Finding] = [(VERDICT_CORRUPT, integrity_reason(facts.integrity))]
-            if facts.error:
-                bad.append((VERDICT_ERROR, str(facts.error)))
+            bad: List[Finding] = [(VERDICT_CORRUPT, integrity_reason(facts.integrity))] + unhealthy
+            if error:
+                bad.append((VERDICT_ERROR, error))
             return Entry(host, record, facts, VERDICT_CORRUPT, tuple(bad), (), None, None, None, None, None, None)
-        if facts.error:
+        if error or (unhealthy and facts.error):
             # fio's own fail-fast rule (max_latency=, rate_min=) ended the job: the disk was too slow, not the tool
-            slow = str(facts.error).startswith(FAIL_FAST_PREFIX)
-            return _plain_entry(host, record, facts, VERDICT_SLOW if slow else VERDICT_ERROR, str(facts.error))
+            slow = error.startswith(FAIL_FAST_PREFIX)
+            failed: List[Finding] = unhealthy + ([(VERDICT_SLOW if slow else VERDICT_ERROR, error)] if error else [])
+            return Entry(host, record, facts, failed[0][0], tuple(failed), (), None, None, None, None, None, None)
         name, value = facts.metric_name, facts.metric_value
         if name is None or value is None:
-            return _plain_entry(host, record, facts, VERDICT_NOT_MEASURED, _no_figure_reason(facts))
+            missing: List[Finding] = unhealthy + [(VERDICT_NOT_MEASURED, _no_figure_reason(facts))]
+            return Entry(host, record, facts, missing[0][0], tuple(missing), (), None, None, None, None, None, None)
         settings = self.settings
         notes: List[str] = [facts.note] if facts.note else []
         if facts.burnin:
@@ -1196,7 +1234,7 @@ class _Judge:
             verified = _number(facts.integrity.verified_bytes)
             notes.append("%s read back as written (fio verify=%s)" % (
                 bytes_size_text(verified) if verified is not None else "every block", facts.integrity.check))
-        findings: List[Finding] = [(VERDICT_INVALID, facts.invalid)] if facts.invalid else []
+        findings: List[Finding] = unhealthy + ([(VERDICT_INVALID, facts.invalid)] if facts.invalid else [])
         if facts.not_steady is not None:
             findings.append((VERDICT_NOT_STEADY, facts.not_steady))
         not_a_disk = facts.target.not_a_disk
@@ -1310,6 +1348,44 @@ class _Judge:
         return thresholds
 
 
+def cohort_key(facts: RecordFacts) -> Optional[_causes.CohortKey]:
+    """The cohort a result's likely causes are found against (_causes.Cohorts): test, model and capacity, firmware left
+    out (identity peer groups key on it, so a firmware difference would be invisible there). The model is the target's,
+    else the one the disk state read (a disk discover could not name); None for a target that is not a disk or of
+    unknown model."""
+    target = facts.target
+    model = target.model if target.model is not None else None if facts.disk is None else facts.disk.model
+    if target.not_a_disk is not None or model is None:
+        return None
+    return (facts.test, model, target.size_bytes)
+
+
+def _health_findings(facts: RecordFacts, max_temperature_c: float) -> Tuple[List[Finding], str]:
+    """(the unhealthy findings of a record, its error without the burn-in's health reason). A burn-in that saw a
+    counter grow names it in the record's error ('health: ...'): that text is the unhealthy reason, as the host wrote
+    it, and not a tool error; a tool error before it ('<tool>; health: ...') stays an error."""
+    error = str(facts.error) if facts.error else ""
+    reasons = _causes.health_reasons(facts.disk, max_temperature_c)
+    if not reasons:
+        return [], error
+    if error.startswith(BURNIN_HEALTH_PREFIX):
+        host_reason, error = error, ""
+    elif BURNIN_HEALTH_SEPARATOR in error:
+        error, _separator, rest = error.partition(BURNIN_HEALTH_SEPARATOR)
+        host_reason = BURNIN_HEALTH_PREFIX + rest
+    else:
+        host_reason = ""
+    if host_reason:
+        # The host's text names what grew; the reasons made here from the same counters would say it twice.
+        reasons = [host_reason] + [reason for reason in reasons if not reason.startswith(_causes.HEALTH_PREFIX)]
+    return [(VERDICT_UNHEALTHY, reason) for reason in reasons], error
+
+
+# How the burn-in (module_utils/_burnin.py Cycle.end) names a health counter that grew in a record's error.
+BURNIN_HEALTH_PREFIX = _causes.HEALTH_PREFIX
+BURNIN_HEALTH_SEPARATOR = "; " + _causes.HEALTH_PREFIX
+
+
 def _joined(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
 
@@ -1412,8 +1488,9 @@ def _latency_groups(facts_by_host: RecordsWithFacts, settings: Settings) -> Dict
 
 def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Mapping[str, Any]], settings: Settings,
                   rules: Sequence[Mapping[str, Any]] = (), baseline: Optional[BaselineIndex] = None,
-                  lost_baseline: Optional[Mapping[str, str]] = None) -> Tuple[List[Entry], List[Dict[str, Any]]]:
-    """(entries worst first, peer group rows): one entry per record of ``{host: [(record, facts)]}``
+                  lost_baseline: Optional[Mapping[str, str]] = None
+                  ) -> Tuple[List[Entry], List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """(entries worst first, peer group rows, differences rows): one entry per record of ``{host: [(record, facts)]}``
     and per host problem that left no record (``host_statuses``: every host the play targeted, as
     ``{"status": "ok" | "failed" | "unreachable", "problems": [{"task", "status", "message"}]}``).
 
@@ -1432,7 +1509,11 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
                 cv = repeat_cv(facts)
                 if cv is not None:
                     group_cvs.setdefault(group, []).append(cv)
-    judge = _Judge(groups, settings, rules, baseline, group_cvs, lost_baseline)
+    cohorts = _causes.Cohorts()
+    for host, records in facts_by_host.items():
+        for _record, facts in records:
+            cohorts.add(cohort_key(facts), host, facts.target.device, facts.disk, facts.target.path)
+    judge = _Judge(groups, settings, rules, baseline, group_cvs, lost_baseline, cohorts)
     judge.latency_groups = _latency_groups(facts_by_host, settings)
     entries: List[Entry] = []
     for host in sorted(set(facts_by_host) | set(host_statuses)):
@@ -1440,7 +1521,7 @@ def judge_entries(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, M
         entries.extend(judge.judge(host, record, facts) for record, facts in records)
         entries.extend(_problem_entries(host, host_statuses.get(host) or {}, bool(records)))
     entries.sort(key=_entry_sort_key)
-    return entries, judge.group_rows()
+    return entries, judge.group_rows(), cohorts.differences()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1478,6 +1559,7 @@ def entry_fields(entry: Entry) -> Dict[str, Any]:
         "deviation_from_baseline": entry.deviation_from_baseline,
         "noise": None if entry.noise is None else entry.noise._asdict(),
         "latency_checks": [check._asdict() for check in entry.latency],
+        "likely_causes": _causes.cause_rows(entry.causes),
     }
 
 
@@ -1579,7 +1661,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
     index = baseline_index(baseline) if baseline is not None else None
     # Hosts the store's baseline run did not measure although a newer passing run did (a slice, a --limit run).
     lost = lost_baseline_hosts(baseline) if index is not None else {}
-    entries, groups = judge_entries(facts_by_host, host_statuses, settings, rules, index, lost)
+    entries, groups, differences = judge_entries(facts_by_host, host_statuses, settings, rules, index, lost)
     baseline_run = _mapping(_mapping(baseline).get("run"))
     report = {
         "report_schema": REPORT_SCHEMA,
@@ -1589,6 +1671,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
             "robust_z_limit": settings.robust_z_limit,
             "robust_z_min_deviation": settings.robust_z_min_deviation,
             "latency_outlier_factor": settings.latency_outlier_factor,
+            "max_temperature_c": settings.max_temperature_c,
             "min_peers": MIN_PEERS,
             "small_block_max_bytes": SMALL_BLOCK_MAX_BYTES,
             "peer_group": settings.peer_group,
@@ -1610,6 +1693,7 @@ def judge_report(facts_by_host: RecordsWithFacts, host_statuses: Mapping[str, Ma
         },
         "hosts": _hosts_section(facts_by_host, host_statuses),
         "groups": groups,
+        "differences": differences,
         "results": [],
         "summary": summarize_entries(entries, ["rules: " + error for error in rules_errors] + ["baseline: " + error for error in baseline_errors]
                                      + list(input_errors), settings.unstable_fails),

@@ -111,7 +111,9 @@ class JunitWriter:
             if tag is not None:
                 counts[tag] += 1
                 child = ET.SubElement(testcase, tag, {"type": xml_text(entry.verdict), "message": xml_text(entry.reason)})
-                child.text = xml_text("\n".join("%s: %s" % (finding, why) for finding, why in entry.findings))
+                lines = ["%s: %s" % (finding, why) for finding, why in entry.findings]
+                lines.extend("likely cause: %s" % text for _kind, text in entry.causes)
+                child.text = xml_text("\n".join(lines))
             out.extend("%s: unstable: %s" % (case, why) for finding, why in entry.findings if finding == VERDICT_UNSTABLE)
             out.extend("%s: note: %s" % (case, note) for note in entry.notes)
         suite.set("failures", str(counts["failure"]))

@@ -29,6 +29,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import METRIC_BYTES_PER_S, METRIC_IOPS
+from ansible_collections.diskproof.fleet.plugins.plugin_utils._causes import causes_text
 from ansible_collections.diskproof.fleet.plugins.plugin_utils._aggregate import (
     INTEGRITY_KIND_TEXT, VERDICT_KINDS, VERDICT_PASS, Entry, finite_number, latency_check_text, number_text,
     one_line_text)
@@ -309,15 +310,43 @@ def _group_row(group: Mapping[str, Any]) -> List[str]:
 
 
 _GROUP_HEADERS = ["Group key", "Metric", "Count", "Median", "MAD", "Min", "Max"]
-_PROBLEM_HEADERS = ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"]
-_TEST_HEADERS = ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason"]
+# Every cause in the column, ranked: the first is the likeliest, the rest are what a reader checks next.
+_PROBLEM_HEADERS = ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason", "Likely cause"]
+_TEST_HEADERS = ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason", "Likely cause"]
+
+
+def _causes_cell(entry: Entry) -> str:
+    return _text(causes_text(entry.causes))
 
 
 def _problem_row(entry: Entry) -> List[str]:
     path, _device = _target_of(entry)
     name, value = _metric(entry)
     return [entry.verdict, _text(entry.host), _test_of(entry), path, _device_cell(entry),
-            _metric_value(name, value), _deviation(entry), _reason(entry)]
+            _metric_value(name, value), _deviation(entry), _reason(entry), _causes_cell(entry)]
+
+
+_DIFFERENCE_HEADERS = ["Model", "Size", "Attribute", "Disks"]
+_DIFFERENCES_NOTE = ("Disks of one model and size that differ in firmware, write cache or queue settings, passing disks "
+                     "included: a difference is a hint, not a verdict.")
+
+
+def _disk_size_text(size_bytes: float) -> str:
+    """'3.84 TB', '960 GB', '134 MB': a disk's capacity as its label gives it (decimal units)."""
+    if size_bytes >= 1e12:
+        return "%s TB" % _num(round(size_bytes / 1e12, 2))
+    if size_bytes >= 1e9:
+        return "%s GB" % _num(round(size_bytes / 1e9, 1))
+    return "%s MB" % _num(round(size_bytes / 1e6))
+
+
+def _difference_rows(report: Mapping[str, Any]) -> List[List[str]]:
+    rows = []
+    for difference in report.get("differences") or ():
+        size = finite_number(difference.get("size_bytes"))
+        rows.append([_text(difference.get("model")), _disk_size_text(size) if size is not None else "",
+                     _text(difference.get("attribute")), _text(difference.get("text"))])
+    return rows
 
 
 _BAD_BLOCK_HEADERS = ["Host", "Test", "Target", "Offset", "Length", "Kind", "What it holds"]
@@ -363,7 +392,7 @@ def _test_row(entry: Entry, latency: bool = False) -> List[str]:
     row = [_text(entry.host), path, _device_cell(entry), _metric_value(name, value), _deviation(entry)]
     if latency:
         row.append(_latency_cell(entry))
-    return row + [entry.verdict, _reason(entry)]
+    return row + [entry.verdict, _reason(entry), _causes_cell(entry)]
 
 
 def _test_headers(latency: bool) -> List[str]:
@@ -531,6 +560,12 @@ def write_markdown(report: Mapping[str, Any], listing: Listing, write: Write) ->
         out.add("")
     if not tests:
         out.add("No test results.", "")
+
+    differences = _difference_rows(report)
+    if differences:
+        out.add("## Differences within disk groups", "", _md(_DIFFERENCES_NOTE), "")
+        out.extend(_md_table(_DIFFERENCE_HEADERS, differences))
+        out.add("")
 
     out.add("## Peer groups", "")
     groups = report["groups"]
@@ -1215,6 +1250,11 @@ def write_html(report: Mapping[str, Any], listing: Listing, write: Write) -> Non
     if not tests:
         write('<p class="empty">No test results.</p>')
     write("</section>")
+
+    differences = _difference_rows(report)
+    if differences:
+        write('\n<section aria-labelledby="s-differences"><h2 id="s-differences">Differences within disk groups</h2>%s</section>'
+              % _html_table(_DIFFERENCE_HEADERS, [("", row) for row in differences], caption=_DIFFERENCES_NOTE))
 
     if groups:
         table = _html_table(_GROUP_HEADERS, [("", _group_row(group)) for group in groups],

@@ -30,7 +30,7 @@ import yaml
 
 from ansible_collections.diskproof.fleet.plugins.module_utils import _csv_cells
 from ansible_collections.diskproof.fleet.plugins.module_utils._metrics import number_or_none, sum_of
-from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _junit, _render, _report_inputs, _settings
+from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate, _causes, _junit, _render, _report_inputs, _settings
 
 REPORT_JSON = "report.json"
 RESULTS_CSV = "results.csv"
@@ -41,7 +41,7 @@ REPORT_FILES = (REPORT_JSON, RESULTS_CSV, JUNIT_XML, REPORT_MD, REPORT_HTML)
 CSV_COLUMNS = (
     "host", "target_path", "device", "test", "tool", "verdict", "reason",
     "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error",
-    "serial", "model",
+    "serial", "model", "likely_causes",
 )
 # ansible-runner (AWX's engine) names the job's artifacts directory here; a copy of the report
 # files goes to <it>/diskproof-report, where ansible-runner users and AWX's artifact tooling look.
@@ -53,6 +53,8 @@ ARTIFACTS_SUBDIR = "diskproof-report"
 TABLE_COLUMNS = ("host", "target", "device", "test", "MB/s", "MiB/s", "IOPS", "verdict", "reason")
 NUMERIC_COLUMNS = frozenset(("MB/s", "MiB/s", "IOPS"))
 TABLE_REASON_MAX = 110
+# A flagged row's likely causes go on a line of their own under it: the table stays as wide as before.
+TABLE_CAUSES_PREFIX = "    likely cause: "
 MIB = 2 ** 20
 # Large buffers: report.json of a fleet is hundreds of MB written line by line.
 WRITE_BUFFER = 2 ** 20
@@ -426,12 +428,13 @@ def csv_row(entry: _aggregate.Entry) -> List[Any]:
     facts = entry.facts
     if facts is None:
         row = [entry.host, None, None, None, None, entry.verdict, entry.reason, None, None, None, None, None, None, None,
-               None, None]
+               None, None, None]
     else:
         figures = facts.figures
         row = [entry.host, entry.target_path, entry.device, entry.test, facts.tool, entry.verdict, entry.reason,
                figures.read_bytes_per_s, figures.write_bytes_per_s, figures.read_iops, figures.write_iops,
-               facts.seconds, facts.bytes, facts.error, entry.disk_id, facts.target.model]
+               facts.seconds, facts.bytes, facts.error, entry.disk_id, facts.target.model,
+               _causes.causes_text(entry.causes) or None]
     return [_csv_cells.neutralised(value) for value in row]
 
 
@@ -511,7 +514,11 @@ def table_lines(report: Mapping[str, Any], listing: _render.Listing) -> List[Tup
         (_align(TABLE_COLUMNS, widths), None),
         (_align(["-" * width for width in widths], widths), None),
     ]
-    lines.extend((_align(row, widths), verdict_colour(entry.verdict)) for row, entry in zip(rows, listing.entries))
+    for row, entry in zip(rows, listing.entries):
+        lines.append((_align(row, widths), verdict_colour(entry.verdict)))
+        if entry.causes:
+            lines.append((TABLE_CAUSES_PREFIX + _short(_causes.causes_text(entry.causes), TABLE_REASON_MAX * 2),
+                          verdict_colour(entry.verdict)))
     if listing.summarised:
         lines.append(("{0:,} pass results not listed (more than {1:,} results); report.json and results.csv hold all {2:,}".format(
             listing.passes_not_listed, _render.LISTING_LIMIT, listing.total), None))

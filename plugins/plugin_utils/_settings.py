@@ -20,6 +20,7 @@ from ansible_collections.diskproof.fleet.plugins.plugin_utils import _aggregate
 
 PERCENT = "percent"
 FACTOR = "factor"  # a multiplier above 1, e.g. 2 (twice the peers' median)
+CELSIUS = "celsius"  # a temperature limit in degrees Celsius, e.g. 70
 TEXT = "text"
 BOOLEAN = "boolean"
 
@@ -61,6 +62,9 @@ SETTINGS = (
     Setting("diskproof_latency_outlier_factor", "latency_outlier_factor", FACTOR, "float", _JUDGE.latency_outlier_factor, (
         "A record judged on IOPS (the random tests) whose read or write p99 latency is more than this many times the "
         "median p99 of its peer group is an C(outlier) (docs/report.md, Latency). A number above 1.",)),
+    Setting("diskproof_max_temperature_c", "max_temperature_c", CELSIUS, "float", _JUDGE.max_temperature_c, (
+        "A result whose disk read hotter than this many degrees Celsius before or after its test is C(unhealthy) "
+        "(docs/report.md, Health rules). Above 0 and below %d." % _aggregate.MAX_TEMPERATURE_LIMIT_C,)),
     Setting("diskproof_regression_percent", "regression_fraction", PERCENT, "float", _JUDGE.regression_fraction, (
         "A record more than this fraction below the baseline value for the same disk (serial, else WWN) and test is "
         "C(regressed). Between 0 and 1, exclusive. Needs a baseline (O(baseline_file)).",)),
@@ -116,6 +120,17 @@ def _factor(setting: Setting, value: Any) -> float:
     return number
 
 
+def _celsius(setting: Setting, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not 0 < number < _aggregate.MAX_TEMPERATURE_LIMIT_C:
+        raise SettingError("%s must be degrees Celsius above 0 and below %d, e.g. 70, got %r"
+                           % (setting.variable, _aggregate.MAX_TEMPERATURE_LIMIT_C, value))
+    return number
+
+
 def _boolean(setting: Setting, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -135,6 +150,8 @@ def variable_value(setting: Setting, value: Any) -> Any:
         return _boolean(setting, value)
     if setting.kind == FACTOR:
         return _factor(setting, value)
+    if setting.kind == CELSIUS:
+        return _celsius(setting, value)
     return None if value is None else str(value)
 
 
@@ -171,6 +188,7 @@ def judge_settings(values: Mapping[str, Any]) -> _aggregate.Settings:
         outlier_fraction=values["outlier_fraction"], peer_group=values["peer_group"], max_cv=values["max_cv"],
         regression_fraction=values["regression_fraction"], robust_z_min_deviation=values["robust_z_min_deviation"],
         unstable_fails=values["unstable_fails"], latency_outlier_factor=values["latency_outlier_factor"],
+        max_temperature_c=values["max_temperature_c"],
     )
 
 

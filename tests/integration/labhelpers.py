@@ -269,3 +269,32 @@ def wait_for(what: str, predicate: Callable[[], Any], timeout: float, interval: 
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
         time.sleep(interval)
+
+
+def install_smartctl_stand_in(name: str, host: str, device: str, healthy: Mapping[str, Any],
+                              grown: Mapping[str, Any], after_bytes: int, by: str,
+                              directory: str = "/srv/standin-bin") -> None:
+    """A labelled STAND-IN smartctl on the host's PATH, bind-mounted on /usr/local/sbin in its mount namespace only
+    (no lab disk has SMART): for `device` it prints `healthy` (smartctl -j output) until `after_bytes` more than at
+    its first call were written to that disk (/sys/block/<disk>/stat), then `grown`; for any other disk it runs the
+    real /usr/sbin/smartctl. `by` names the test that installs it (in the script's first lines)."""
+    def must(command: str) -> str:
+        result = on_host(name, host, command)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        return result.stdout
+
+    for file_name, document in (("healthy.json", healthy), ("grown.json", grown)):
+        must("mkdir -p %s && cat > %s/%s <<'EOF'\n%s\nEOF" % (directory, directory, file_name, json.dumps(document)))
+    script = ("#!/bin/sh\n# STAND-IN for smartctl (%s)\n"
+              "for last; do :; done\n"
+              'if [ "$last" != "%s" ]; then exec /usr/sbin/smartctl "$@"; fi\n'
+              "written=$(awk '{print $7}' /sys/block/%s/stat)\n"
+              '[ -f %s/first ] || echo "$written" > %s/first\n'
+              'echo "$written" >> %s/log\n'
+              'if [ $(( (written - $(cat %s/first)) * 512 )) -ge %d ]; then cat %s/grown.json; '
+              "else cat %s/healthy.json; fi\n"
+              % (by, device, os.path.basename(device), directory, directory, directory, directory, after_bytes,
+                 directory, directory))
+    must("cat > %s/smartctl <<'EOF'\n%sEOF\nchmod 0755 %s/smartctl && mount --bind %s /usr/local/sbin"
+         % (directory, script, directory, directory))
+    assert must("command -v smartctl").strip() == "/usr/local/sbin/smartctl"

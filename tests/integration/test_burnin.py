@@ -8,7 +8,7 @@ whose reallocated-sector count is 0 until 96 MiB more than at its first reading 
 any other disk it runs the real smartctl (loop devices: no SMART). validate.yml runs profile burnin with a budget
 of 8 s per target and an expected speed of 64 MiB/s, so the plan lists 4 cycles of ~2 s (the disks do 32 MiB/s:
 ~4 s each). Proves: the budget ends each target's burn-in (the later cycles are skipped, saying so); d0's cycles
-pass, each with its progress; d1 is `corrupt` in every cycle that ran; d2 is `error` after its first cycle with
+pass, each with its progress; d1 is `corrupt` in every cycle that ran; d2 is `unhealthy` after its first cycle with
 `health: reallocated sectors 0 -> 8 since the burn-in began (cycle 1 of 4): the burn-in stopped` and its later
 cycles are skipped `burn-in stopped after cycle 1: ...`; no burn-in state is left on the host. Root only.
 """
@@ -19,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+import labhelpers
 from labhelpers import REPO, inventory_path, lab, lab_disks, needs_root, on_host, playbook, raw_write_grant
 
 SPEC = Path(__file__).resolve().parent / "lburnin_lab.yml"
@@ -40,27 +41,15 @@ def must(command):
 
 
 def install_smartctl_stand_in(device):
-    """STAND-IN smartctl on the host's PATH (its mount namespace only): the real capture for `device`, its
-    reallocated sectors raised to 8 once 96 MiB more were written to it than at the stand-in's first reading."""
+    """STAND-IN smartctl (labhelpers.install_smartctl_stand_in): the real capture for `device`, its reallocated
+    sectors raised to 8 once 96 MiB more were written to it than at the stand-in's first reading."""
     healthy = json.loads(CAPTURE.read_text())
     grown = json.loads(CAPTURE.read_text())
     for attribute in grown["ata_smart_attributes"]["table"]:
         if attribute["id"] == 5:
             attribute["raw"] = {"value": 8, "string": "8"}
-    for name, document in (("healthy.json", healthy), ("grown.json", grown)):
-        must("mkdir -p %s && cat > %s/%s <<'EOF'\n%s\nEOF" % (STANDIN, STANDIN, name, json.dumps(document)))
-    script = ("#!/bin/sh\n# STAND-IN for smartctl (tests/integration/test_burnin.py)\n"
-              "for last; do :; done\n"
-              'if [ "$last" != "%s" ]; then exec /usr/sbin/smartctl "$@"; fi\n'
-              "written=$(awk '{print $7}' /sys/block/%s/stat)\n"
-              '[ -f %s/first ] || echo "$written" > %s/first\n'
-              'echo "$written" >> %s/log\n'
-              'if [ $(( (written - $(cat %s/first)) * 512 )) -ge %d ]; then cat %s/grown.json; '
-              "else cat %s/healthy.json; fi\n"
-              % (device, device.rsplit("/", 1)[-1], STANDIN, STANDIN, STANDIN, STANDIN, 96 * MIB, STANDIN, STANDIN))
-    must("cat > %s/smartctl <<'EOF'\n%sEOF\nchmod 0755 %s/smartctl && mount --bind %s /usr/local/sbin"
-         % (STANDIN, script, STANDIN, STANDIN))
-    assert must("command -v smartctl").strip() == "/usr/local/sbin/smartctl"
+    labhelpers.install_smartctl_stand_in(LAB, HOST, device, healthy, grown, 96 * MIB, "tests/integration/test_burnin.py",
+                                         STANDIN)
 
 
 def test_burn_in_cycles_within_the_budget_stop_at_grown_errors_and_find_flipped_bits(tmp_path):
@@ -106,7 +95,7 @@ def test_burn_in_cycles_within_the_budget_stop_at_grown_errors_and_find_flipped_
         # d2: the first cycle's reading after it shows the grown counter; the burn-in stops there.
         assert ran[filesystem] == ["burnin_1of%d" % CYCLES], ran
         grew = entries[filesystem]["burnin_1of%d" % CYCLES]
-        assert grew["verdict"] == "error", grew
+        assert grew["verdict"] == "unhealthy", grew
         assert grew["reason"] == ("health: reallocated sectors 0 -> 8 since the burn-in began (cycle 1 of %d): the "
                                   "burn-in stopped" % CYCLES), grew["reason"]
         assert grew["record"]["health"]["grew"] == ["reallocated sectors 0 -> 8"]

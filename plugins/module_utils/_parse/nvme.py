@@ -27,6 +27,10 @@ _NVME_KEYS = (
     ("power_cycles", ("power_cycles",)),
     ("data_units_read", ("data_units_read",)),
     ("data_units_written", ("data_units_written",)),
+    ("warning_temp_time", ("warning_temp_time",)),
+    ("critical_comp_time", ("critical_comp_time",)),
+    ("thm_temp1_trans_count", ("thm_temp1_trans_count",)),
+    ("thm_temp2_trans_count", ("thm_temp2_trans_count",)),
 )
 NVME_DATA_UNIT_BYTES = 512000  # NVMe data units are thousands of 512-byte units
 
@@ -37,6 +41,10 @@ def nvme_health(log: Dict[str, Any], temperature_c: Optional[int]) -> Dict[str, 
     for key, aliases in _NVME_KEYS:
         health[key] = next((number(log[alias]) for alias in aliases if alias in log), None)
     health["temperature_c"] = temperature_c
+    # Thermal management transitions (the drive throttled itself at its TMT1 / TMT2 temperature): nvme-cli prints
+    # both counters, smartctl's JSON neither.
+    transitions = [health[key] for key in ("thm_temp1_trans_count", "thm_temp2_trans_count") if health[key] is not None]
+    health["thermal_throttle_events"] = sum(transitions) if transitions else None
     for direction in ("read", "written"):
         units = health["data_units_" + direction]
         health["data_%s_bytes" % direction] = None if units is None else units * NVME_DATA_UNIT_BYTES

@@ -9,6 +9,7 @@ smartctl's own messages). Only text that is not smartctl JSON at all raises Sour
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional
 
 from .errors import SOURCE_QUOTED_CHARS, ParseError, SourceError, printable
@@ -78,6 +79,25 @@ def _scsi_counters(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     }
 
 
+def _gbps(speed: Any) -> Optional[float]:
+    """Gb/s of one side of smartctl's interface_speed ({units_per_second: 60, bits_per_unit: 100000000} -> 6.0)."""
+    if not isinstance(speed, dict):
+        return None
+    units, bits = number(speed.get("units_per_second")), number(speed.get("bits_per_unit"))
+    if units is not None and bits:
+        return units * bits / 1e9
+    found = re.match(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,3})?)\s*Gb/s", text_value(speed.get("string")) or "")
+    return float(found.group(1)) if found else None
+
+
+def _interface_speed(data: Dict[str, Any]) -> Optional[Dict[str, Optional[float]]]:
+    """The SATA link smartctl read (ATA IDENTIFY): current_gbps, max_gbps; None when it printed none."""
+    speed = data.get("interface_speed")
+    if not isinstance(speed, dict):
+        return None
+    return {"current_gbps": _gbps(speed.get("current")), "max_gbps": _gbps(speed.get("max"))}
+
+
 def parse_smartctl(text: str) -> Dict[str, Any]:
     """Identity and health summary of `smartctl -j -x DEVICE`.
 
@@ -126,6 +146,7 @@ def parse_smartctl(text: str) -> Dict[str, Any]:
         "rotation_rate": number(data.get("rotation_rate")),
         "write_cache_enabled": write_cache.get("enabled") if isinstance(write_cache.get("enabled"), bool) else None,
         "temperature_c": number(temperature.get("current")),
+        "interface_speed": _interface_speed(data),
         "power_on_hours": number((data.get("power_on_time") or {}).get("hours")),
         "power_cycles": number(data.get("power_cycle_count")),
         "ata": attributes,

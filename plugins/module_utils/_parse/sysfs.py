@@ -1,8 +1,9 @@
 # Copyright: diskproof contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Values of /sys files that need reading, not just stripping: the active I/O scheduler, PCIe link speed and
-width, a whole number (nr_requests, queue_depth, start), a SCSI unit serial (VPD page
-0x80), a loop device's backing file. Block I/O counters: diskstats.py."""
+width, a whole number (nr_requests, queue_depth, start), a 0/1 flag (rotational), the write cache mode, a
+libata link speed, a model or firmware string, a SCSI unit serial (VPD page 0x80), a loop device's backing file.
+Block I/O counters: diskstats.py."""
 
 from __future__ import annotations
 
@@ -48,6 +49,31 @@ def signed_number(value: Optional[str]) -> Optional[int]:
     align the device)."""
     text = (value or "").strip()
     return int(text) if re.match(r"^-?[0-9]{1,20}$", text) else None
+
+
+def flag(value: Optional[str]) -> Optional[bool]:
+    """A sysfs 0/1 file (queue/rotational): True, False; None when missing or anything else."""
+    text = (value or "").strip()
+    return {"0": False, "1": True}.get(text)
+
+
+def write_cache_mode(value: Optional[str]) -> Optional[str]:
+    """queue/write_cache: 'write back' (the disk has a volatile cache the kernel flushes) or 'write through'."""
+    text = " ".join((value or "").split())
+    return text if text in ("write back", "write through") else None
+
+
+def sata_link_gbps(value: Optional[str]) -> Optional[float]:
+    """Gb/s of a libata link's sata_spd / hw_sata_spd_limit ('3.0 Gbps' -> 3.0); None for '<unknown>' (no link,
+    or no limit set) and anything else."""
+    found = re.match(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,3})?)\s*Gb(?:ps|/s)\s*$", value or "")
+    return float(found.group(1)) if found else None
+
+
+def text_attribute(value: Optional[str]) -> Optional[str]:
+    """A model, firmware_rev or rev file: its text without the padding the device gave it; None when empty."""
+    text = (value or "").strip(" \t\r\n\x00")
+    return text or None
 
 
 def vpd_unit_serial(data: bytes) -> Optional[str]:

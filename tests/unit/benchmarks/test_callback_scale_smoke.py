@@ -96,3 +96,15 @@ def judged_again(report):
     collection = _report.collection_of(report)
     return _aggregate.judge_report(collection.by_host, collection.host_statuses, report["run"],
                                    settings=_aggregate.make_settings())
+
+
+def test_disk_states_reach_the_likely_causes(callback_scale, tmp_path, monkeypatch):
+    """--disk-state: every record carries before/after readings; the few odd disks it seeds are named."""
+    _figures, report = _run(callback_scale, tmp_path / "report", monkeypatch, "--disk-state", "--seed", "3")
+    with_record = [entry for entry in report["results"] if entry["record"] is not None]
+    assert all(set(entry["record"]["disk_state"]) == {"before", "after"} for entry in with_record)
+    # Causes only on what is not a pass; every cause kind one the schema knows.
+    assert all(not entry["likely_causes"] for entry in report["results"] if entry["verdict"] == "pass")
+    kinds = {cause["cause"] for entry in report["results"] for cause in entry["likely_causes"]}
+    assert kinds <= {"health", "pcie_link", "sata_link", "write_cache", "firmware", "alignment", "thermal", "power", "settings"}
+    assert all(row["values"] and row["text"] for row in report["differences"])

@@ -174,7 +174,8 @@ EXPECTED_ENTRIES = [
 ]
 
 CSV_HEADER = ["host", "target_path", "device", "test", "tool", "verdict", "reason",
-              "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error", "serial", "model"]
+              "read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops", "seconds", "bytes", "error", "serial", "model",
+              "likely_causes"]
 EXPECTED_CSV_ROWS = [
     ["n03", D1, "sdc", "fio_rand_read", "fio", "error", IO_ERROR, "", "", "", "", "10.0", "0", IO_ERROR],
     ["n04", D0, "sdb", "dd_seq_write", "dd", "error", NO_SPACE, "", "", "", "", "5.0", "52428800", NO_SPACE],
@@ -332,9 +333,10 @@ def test_results_csv_rows(fleet_run):
     with open(fleet_run[1] / "results.csv", newline="", encoding="utf-8") as stream:
         rows = list(csv.reader(stream))
     assert rows[0] == CSV_HEADER
-    # serial and model: the synthetic records carry neither. A reason is text: one that begins with a
-    # sign is written with a leading ' (a spreadsheet would run it as a formula; docs/report-files.md).
-    assert rows[1:] == [row + ["", ""] for row in EXPECTED_CSV_ROWS]
+    # serial, model and likely causes: the synthetic records carry no serial, model or disk state. A reason is text:
+    # one that begins with a sign is written with a leading ' (a spreadsheet would run it as a formula;
+    # docs/report-files.md).
+    assert rows[1:] == [row + ["", "", ""] for row in EXPECTED_CSV_ROWS]
 
 
 def test_report_files_written_atomically_and_readable(fleet_run):
@@ -670,10 +672,10 @@ def test_fleet_scale_files_hold_every_result(scale_run):
     report = json.loads(text)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()), format_checker=jsonschema.FormatChecker()).validate(report)
     assert report["summary"]["counts"]["pass"] == 200 and len(report["results"]) == 210
-    # One top-level key per line, one entry per line.
+    # One top-level key per line, one entry per line (differences: a key of its own since the likely causes).
     lines = text.splitlines()
-    assert lines[4] == '"results":[' and len(lines) == 8 + 210 + 1
-    assert all(json.loads(line.rstrip(","))["host"] for line in lines[5:215])
+    assert lines[5] == '"results":[' and len(lines) == 9 + 210 + 1
+    assert all(json.loads(line.rstrip(","))["host"] for line in lines[6:216])
     received = sorted(json.dumps(entry["record"], sort_keys=True) for entry in report["results"])
     assert received == sorted(json.dumps(record, sort_keys=True) for host in ("n01", "n02", "n03") for record in _scale_records(host))
     with open(report_dir / "results.csv", newline="", encoding="utf-8") as stream:

@@ -105,7 +105,7 @@ def test_results_csv_lines_neutralise_formula_text():
 def test_csv_field_rule(value, written):
     """The field as results.csv holds it, here in the reason column of a host problem's row."""
     entry = aggregate.Entry("h", None, None, "pass", (("pass", value),), (), None, None, None, None, None, None)
-    assert _report.CsvLines().line(entry) == "h,,,,,pass,%s,,,,,,,,,\n" % written
+    assert _report.CsvLines().line(entry) == "h,,,,,pass,%s,,,,,,,,,,\n" % written
 
 
 def test_results_csv_of_a_real_run_is_neutralised(playbook_runner, tmp_path):

@@ -86,7 +86,7 @@ def test_good_inputs_are_summarised(tmp_path):
 def test_the_pipeline_reads_with_the_same_code(tmp_path):
     from ansible_collections.diskproof.fleet.plugins.plugin_utils import _report
     options = {"report_dir": str(tmp_path), "outlier_fraction": 0.15, "robust_z_min_deviation": 0.05, "latency_outlier_factor": 2.0, "regression_fraction": 0.1,
-               "max_cv": 0.05, "peer_group": "identity", "unstable_fails": True,
+               "max_cv": 0.05, "peer_group": "identity", "unstable_fails": True, "max_temperature_c": 70.0,
                "rules_file": write(tmp_path, "rules.yml", "rules: [\n"), "baseline_file": str(tmp_path / "missing.json")}
     inputs, warnings = _report.read_inputs({}, options.get)
     assert inputs.rules_errors == _report_inputs.read_rules_file(options["rules_file"])[1] != []

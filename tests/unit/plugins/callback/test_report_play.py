@@ -185,14 +185,15 @@ def test_a_refused_check_writes_no_report(playbook_runner):
     ({"diskproof_outlier_percent": "", "diskproof_baseline_file": ""}, {"outlier_fraction": 0.15, "baseline_file": None}),
     ({"diskproof_outlier_percent": 20, "diskproof_unstable_fails": "no"}, {"outlier_fraction": 0.2, "unstable_fails": False}),
     ({"diskproof_latency_outlier_factor": "3"}, {"latency_outlier_factor": 3.0}),
+    ({"diskproof_max_temperature_c": "65"}, {"max_temperature_c": 65.0}),
     ({_settings.STORE_BASELINE_VARIABLE: "/tmp/last-pass.json"}, {"baseline_file": "/tmp/last-pass.json"}),
     ({_settings.STORE_BASELINE_VARIABLE: "/tmp/last-pass.json", "diskproof_baseline_file": "/srv/mine.json"},
      {"baseline_file": "/srv/mine.json"}),
-], ids=["defaults", "blank-survey-fields", "percent-and-boolean", "factor", "store-baseline", "explicit-baseline-wins"])
+], ids=["defaults", "blank-survey-fields", "percent-and-boolean", "factor", "celsius", "store-baseline", "explicit-baseline-wins"])
 def test_resolve(variables, expected):
     defaults = {"report_dir": "./diskproof-report", "outlier_fraction": 0.15, "robust_z_min_deviation": 0.05,
                 "latency_outlier_factor": 2.0, "regression_fraction": 0.1, "max_cv": 0.05, "peer_group": "identity",
-                "unstable_fails": True, "rules_file": None, "baseline_file": None}
+                "unstable_fails": True, "rules_file": None, "baseline_file": None, "max_temperature_c": 70.0}
     values, sources = _settings.resolve(variables, defaults.get)
     assert {key: values[key] for key in expected} == expected
     assert set(values) == set(defaults) == set(sources)
@@ -204,6 +205,8 @@ def test_resolve(variables, expected):
     ({"diskproof_unstable_fails": "maybe"}, "diskproof_unstable_fails must be true or false, got 'maybe'"),
     ({"diskproof_latency_outlier_factor": 1}, "diskproof_latency_outlier_factor must be a number above 1, e.g. 2 (twice the peers' median), got 1"),
     ({"diskproof_latency_outlier_factor": "x2"}, "diskproof_latency_outlier_factor must be a number above 1"),
+    ({"diskproof_max_temperature_c": 158}, "diskproof_max_temperature_c must be degrees Celsius above 0 and below 150, e.g. 70, got 158"),
+    ({"diskproof_max_temperature_c": "warm"}, "diskproof_max_temperature_c must be degrees Celsius above 0 and below 150"),
 ])
 def test_resolve_refuses_a_bad_variable_by_name(variables, message):
     with pytest.raises(_settings.SettingError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):

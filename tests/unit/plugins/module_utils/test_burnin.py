@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from ansible_collections.diskproof.fleet.plugins.module_utils import _burnin
+from ansible_collections.diskproof.fleet.plugins.module_utils import _burnin, _health
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.nvme import nvme_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.smartctl import smartctl_result
 from ansible_collections.diskproof.fleet.plugins.module_utils._results import NotRun
@@ -29,23 +29,25 @@ def text_of(path):
 
 
 def test_ata_counters_from_a_real_capture():
-    counters = _burnin.health_counters(smartctl_result(0, text_of(ATA), ""), None)
+    counters = _health.health_counters(smartctl_result(0, text_of(ATA), ""), None)
     assert counters == {"reallocated_sectors": 0, "pending_sectors": None, "offline_uncorrectable": None,
                         "udma_crc_errors": 0, "media_errors": None, "error_log_entries": None, "grown_defects": None,
                         "read_uncorrected": None, "write_uncorrected": None, "critical_warning": None,
-                        "health": "passed"}
+                        "health": "passed", "temperature_c": 36, "percentage_used": None, "available_spare": None,
+                        "available_spare_threshold": None, "warning_temp_time": None, "critical_comp_time": None,
+                        "thermal_throttle_events": None}
 
 
 def test_nvme_counters_from_a_real_capture():
-    counters = _burnin.health_counters(smartctl_result(0, text_of(NVME), ""), None)
+    counters = _health.health_counters(smartctl_result(0, text_of(NVME), ""), None)
     assert (counters["media_errors"], counters["error_log_entries"], counters["critical_warning"]) == (0, 0, 0)
     assert counters["reallocated_sectors"] is None
 
 
 def test_no_smart_is_unknown_not_an_error():
-    assert _burnin.health_counters(None, None)["health"] == "unavailable"
+    assert _health.health_counters(None, None)["health"] == "unavailable"
     missing = nvme_result(1, "", "nvme: no such device")
-    assert _burnin.health_counters(None, missing)["media_errors"] is None
+    assert _health.health_counters(None, missing)["media_errors"] is None
 
 
 @pytest.mark.parametrize(("baseline", "now", "expected"), [
@@ -62,7 +64,7 @@ def test_no_smart_is_unknown_not_an_error():
      ["reallocated sectors 0 -> 8", "pending sectors 1 -> 3"]),
 ])
 def test_new_problems(baseline, now, expected):
-    assert _burnin.new_problems(baseline, now) == expected
+    assert _health.new_problems(baseline, now) == expected
 
 
 class Clock:

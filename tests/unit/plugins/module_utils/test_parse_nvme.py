@@ -37,3 +37,11 @@ def test_nvme_smart_log_layouts(log, expected):
     health = nvme_result(0, json.dumps(log), "")
     assert health["available"] is True
     assert {key: health[key] for key in expected} == expected
+
+
+def test_thermal_management_counters_are_added_up():
+    log = {"critical_warning": 0, "warning_temp_time": 7, "critical_comp_time": 0, "thm_temp1_trans_count": 3,
+           "thm_temp2_trans_count": 1}
+    health = nvme_result(0, json.dumps(log), "")
+    assert (health["warning_temp_time"], health["critical_comp_time"], health["thermal_throttle_events"]) == (7, 0, 4)
+    assert nvme_result(0, json.dumps({"critical_warning": 0}), "")["thermal_throttle_events"] is None

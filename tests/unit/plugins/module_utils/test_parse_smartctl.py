@@ -130,3 +130,16 @@ def test_smart_selftest_real_outputs(name, protocol, in_progress, remaining, det
 def test_smart_selftest_table(document, expected):
     result = smart_selftest(document)
     assert (result["protocol"], result["in_progress"], result["remaining_percent"]) == expected
+
+
+@pytest.mark.parametrize(("speed", "expected"), [
+    # the real capture's (tests/fixtures/quiesce/smartctl70-ata-selftest-completed.src.md): 6.0 of 6.0 Gb/s
+    (json.loads((Path(FIXTURES).parent / "quiesce" / "smartctl70-ata-selftest-completed.json").read_text())[
+        "interface_speed"], {"current_gbps": 6.0, "max_gbps": 6.0}),
+    ({"max": {"string": "6.0 Gb/s"}, "current": {"string": "3.0 Gb/s"}}, {"current_gbps": 3.0, "max_gbps": 6.0}),
+    ({"max": {"units_per_second": 30, "bits_per_unit": 100000000}}, {"current_gbps": None, "max_gbps": 3.0}),
+    ("6.0 Gb/s", None),
+])
+def test_sata_interface_speed(speed, expected):
+    document = {"smartctl": {"version": [7, 3], "exit_status": 0}, "interface_speed": speed}
+    assert parse_smartctl(json.dumps(document))["interface_speed"] == expected

@@ -8,7 +8,8 @@ import pathlib
 import pytest
 
 from ansible_collections.diskproof.fleet.plugins.module_utils._parse.sysfs import (
-    link_speed_gts, link_width, loop_backing_file, parse_scheduler, signed_number, vpd_unit_serial, whole_number,
+    flag, link_speed_gts, link_width, loop_backing_file, parse_scheduler, sata_link_gbps, signed_number, text_attribute,
+    vpd_unit_serial, whole_number, write_cache_mode,
 )
 
 
@@ -72,3 +73,44 @@ def test_alignment_offset(text, value):
 @pytest.mark.parametrize("text", ["", None, "-1", "4k", "1" * 21, "\u0664"])
 def test_whole_number_refuses_anything_else(text):
     assert whole_number(text) is None
+
+
+# Real texts: this VM's vda and loop0 (tests/fixtures/disk_state/vda-sysfs.src.md), procfs's NVMe
+# (procfs-nvme0n1.src.md); libata's spelling from drivers/ata/libata-transport.c (sata-3g-of-6g-constructed.src.md).
+TREES = {name: json.loads((pathlib.Path(__file__).parents[3] / "fixtures" / "disk_state" / name).read_text())["files"]
+         for name in ("vda-sysfs.json", "procfs-nvme0n1.json")}
+VDA_DIR = "sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda/"
+NVME0 = "sys/devices/pci0000:00/0000:00:02.1/0000:01:00.0/nvme/nvme0/"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (TREES["vda-sysfs.json"][VDA_DIR + "queue/rotational"], True), (TREES["procfs-nvme0n1.json"][NVME0 + "nvme0n1/queue/rotational"], False),
+    ("2\n", None), ("", None), (None, None),
+])
+def test_flag(text, value):
+    assert flag(text) is value
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (TREES["vda-sysfs.json"][VDA_DIR + "queue/write_cache"], "write back"),
+    (TREES["vda-sysfs.json"]["sys/devices/virtual/block/loop0/queue/write_cache"], "write through"),
+    ("write  back", "write back"), ("write around", None), (None, None),
+])
+def test_write_cache_mode(text, value):
+    assert write_cache_mode(text) == value
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("3.0 Gbps\n", 3.0), ("1.5 Gbps", 1.5), ("6.0 Gb/s", 6.0), ("<unknown>\n", None), ("", None), (None, None),
+    ("9" * 50 + " Gbps", None),
+])
+def test_sata_link_gbps(text, value):
+    assert sata_link_gbps(text) == value
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    (TREES["procfs-nvme0n1.json"][NVME0 + "model"], "CT2000P3SSD8"), (TREES["procfs-nvme0n1.json"][NVME0 + "firmware_rev"], "P9CR30A"),
+    ("   \n", None), (None, None),
+])
+def test_text_attribute(text, value):
+    assert text_attribute(text) == value

@@ -289,8 +289,9 @@ def test_build_report_shape_and_inputs_untouched():
     run = {"started": "2026-11-22T00:00:00Z", "finished": "2026-11-22T00:01:00Z", "inventory_size": 4}
     report = pipeline.build_report(records_by_host, statuses, run, 0.2)
     assert (records_by_host, statuses) == before
-    # Deliberate change (report schema 2): a baseline section, more rules, peer_group is the option value.
-    assert sorted(report) == ["baseline", "groups", "hosts", "report_schema", "results", "rules", "run", "summary"]
+    # Deliberate change (report schema 2): a baseline section, more rules, peer_group is the option value; then (still 2,
+    # additive) differences, the likely causes' group section.
+    assert sorted(report) == ["baseline", "differences", "groups", "hosts", "report_schema", "results", "rules", "run", "summary"]
     assert report["report_schema"] == 2
     assert report["run"] == run
     # The judge's defaults (agg.Settings) but the outlier limit asked for, its constants and its verdict list.
@@ -812,8 +813,14 @@ def _every_kind_of_entry():
     no_direction = record()  # a dd rate bench_facts kept without a direction: named in the reason, not judged
     no_direction["metrics"]["transfer_bytes_per_s"] = 49e6
     corrupt = verify_record(bad=[(1048576, "flipped", "crc32c of the data differs")])
+    # Its media errors grew during the run, on a degraded SATA link: unhealthy, with likely causes.
+    unhealthy = disk(204e6, serial="ZC12")
+    unhealthy["disk_state"] = {"before": {"firmware": "TN04", "health": {"media_errors": 0}},
+                               "after": {"sata": {"speed_gbps": 3.0, "max_gbps": 6.0, "degraded": True,
+                                                  "text": "SATA link 3.0 Gb/s, capable 6.0 Gb/s"},
+                                         "health": {"media_errors": 12}}}
     records_by_host = {
-        "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable],
+        "h1": [disk(200e6, serial="ZC1"), disk(140e6, serial="ZC2"), unstable, unhealthy],
         "h2": [disk(205e6, serial="ZC3"), odd_samples, with_io(disk(198e6, serial="ZC4"), GIB, 0, GIB // 10)],
         "db1": [latency_record(9000.0, 2.5e6), quoted, by_wwn, disk(None, serial="ZC8", error="dd: I/O error\nline 2")],
         "h3": [record(), disk(196e6, serial="ZC9", model=None, rotational=1), disk(197e6, serial="ZC10", model=None, rotational=True),
@@ -905,10 +912,11 @@ def test_report_json_frame_one_entry_per_line():
     lines = [compact(entry) for entry in report["results"]]
     text = head + "".join(("\n" if index == 0 else ",\n") + line for index, line in enumerate(lines)) + tail
     assert json.loads(text) == json.loads(json.dumps(report))
-    assert text.splitlines()[:5] == ['{"baseline":' + compact(report["baseline"]) + ",",
+    assert text.splitlines()[:6] == ['{"baseline":' + compact(report["baseline"]) + ",",
+                                     '"differences":' + compact(report["differences"]) + ",",
                                      '"groups":' + compact(report["groups"]) + ",",
                                      '"hosts":' + compact(report["hosts"]) + ",", '"report_schema":2,', '"results":[']
-    assert text.splitlines()[5:5 + len(lines)] == [line + "," for line in lines[:-1]] + [lines[-1]]
+    assert text.splitlines()[6:6 + len(lines)] == [line + "," for line in lines[:-1]] + [lines[-1]]
     assert text.endswith("}\n") and text.isascii()
     empty = pipeline.build_report({}, {}, {})
     head, tail = agg.report_json_frame(empty)

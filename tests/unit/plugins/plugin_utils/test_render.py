@@ -165,12 +165,14 @@ def test_markdown_lab_summary_and_problems(lab):
     assert md_table(markdown, "## Summary")[1:] == [[verdict, "3" if verdict == "outlier" else "15" if verdict == "pass" else "0"]
                                                     for verdict in agg.VERDICTS]
     assert md_table(markdown, "## Needs attention (worst first)") == [
-        ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"],
-        ["outlier", SLOW, "fio_rand_read", "/srv/diskproof/d0", "loop3", "201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%"],
+        # The lab report's records have no disk state: no likely cause.
+        ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason", "Likely cause"],
+        ["outlier", SLOW, "fio_rand_read", "/srv/diskproof/d0", "loop3", "201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%",
+         "\u2014"],
         ["outlier", SLOW, "dd_seq_read", "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%",
-         "-50.0% vs median 33.5 MB/s (n=6), limit -15%"],
+         "-50.0% vs median 33.5 MB/s (n=6), limit -15%", "\u2014"],
         ["outlier", SLOW, "dd_seq_write", "/srv/diskproof/d0", "loop3", "16.7 MB/s (16.0 MiB/s)", "-49.8%",
-         "-49.8% vs median 33.3 MB/s (n=6), limit -15%"],
+         "-49.8% vs median 33.3 MB/s (n=6), limit -15%", "\u2014"],
     ]
 
 
@@ -180,11 +182,12 @@ def test_markdown_lab_per_test_tables_and_groups(lab):
     assert headings == ["### dd_seq_read", "### dd_seq_write", "### fio_rand_read"]
     assert "dd 9.1, block 1 MiB, size 256 MiB, O_DIRECT, iodepth 1" in markdown.splitlines()
     rows = md_table(markdown, "### dd_seq_read")
-    assert rows[0] == ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason"]
+    assert rows[0] == ["Host", "Target", "Device", "Figure", "vs median", "Verdict", "Reason", "Likely cause"]
     assert [row[0] for row in rows[1:]] == ["rack6-n0%d" % number for number in range(1, 7)]
-    assert rows[1] == ["rack6-n01", "/srv/diskproof/d0", "loop0", "33.5 MB/s (32.0 MiB/s)", "+0.0%", "pass", "+0.0% vs median 33.5 MB/s (n=6)"]
+    assert rows[1] == ["rack6-n01", "/srv/diskproof/d0", "loop0", "33.5 MB/s (32.0 MiB/s)", "+0.0%", "pass", "+0.0% vs median 33.5 MB/s (n=6)",
+                       "\u2014"]
     assert rows[4] == [SLOW, "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%", "outlier",
-                       "-50.0% vs median 33.5 MB/s (n=6), limit -15%"]
+                       "-50.0% vs median 33.5 MB/s (n=6), limit -15%", "\u2014"]
     fio = md_table(markdown, "### fio_rand_read")
     assert [row[5] for row in fio[1:]] == ["pass", "pass", "pass", "outlier", "pass", "pass"]
     assert fio[4][3] == "201 IOPS"
@@ -207,13 +210,13 @@ def test_html_lab_structure_tables_and_slow_host(lab):
     # Tables: problems, one per test (3), groups, hosts.
     assert len(parsed.tables) == 6
     problems = parsed.tables[0]
-    assert problems[0] == ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason"]
+    assert problems[0] == ["Verdict", "Host", "Test", "Target", "Device", "Figure", "vs median", "Reason", "Likely cause"]
     assert [row[:3] for row in problems[1:]] == [["outlier", SLOW, "fio_rand_read"], ["outlier", SLOW, "dd_seq_read"],
                                                  ["outlier", SLOW, "dd_seq_write"]]
-    assert problems[1][5:] == ["201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%"]
+    assert problems[1][5:] == ["201 IOPS", "-50.1%", "-50.1% vs median 404 IOPS (n=6), limit -15%", "\u2014"]
     seq_read = parsed.tables[1]
     assert seq_read[4] == [SLOW, "/srv/diskproof/d0", "loop3", "16.8 MB/s (16.0 MiB/s)", "-50.0%", "outlier",
-                           "-50.0% vs median 33.5 MB/s (n=6), limit -15%"]
+                           "-50.0% vs median 33.5 MB/s (n=6), limit -15%", "\u2014"]
     assert [row[5] for row in seq_read[1:]].count("pass") == 5
     assert parsed.tables[4][1] == ["dd_seq_read", "throughput", "6", "33.5 MB/s", "0.008 MB/s", "16.8 MB/s", "33.5 MB/s"]
     assert [row[:3] for row in parsed.tables[5][1:]] == [["rack6-n0%d" % number, "ok", "3"] for number in range(1, 7)]
@@ -301,13 +304,13 @@ def test_only_not_measured_hosts():
     report, entries = judged({}, statuses, run={"playbook": "validate.yml"})
     markdown = render.render_markdown(report, entries)
     assert md_table(markdown, "## Needs attention (worst first)")[1:] == [
-        ["not_measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"],
-        ["not_measured", "b", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "failed in task 'quiesce': md resync"],
+        ["not_measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout", "\u2014"],
+        ["not_measured", "b", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "failed in task 'quiesce': md resync", "\u2014"],
     ]
     assert "No test results." in markdown
     page = render.render_html(report, entries)
     parsed = parse(page)
-    assert parsed.tables[0][1] == ["not measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout"]
+    assert parsed.tables[0][1] == ["not measured", "a", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "unreachable: ssh: timeout", "\u2014"]
     assert parsed.tables[-1][1:] == [["a", "unreachable", "0", "ssh: timeout"], ["b", "failed", "0", "md resync"]]
     assert '<div class="count muted"><b>2</b><span>not measured</span></div>' in page
     assert "<svg class=\"chart\"" not in page
@@ -334,8 +337,8 @@ def test_hostile_strings_are_escaped():
     markdown = render.render_markdown(report, entries)
     assert "<script" not in markdown and "<img" not in markdown
     assert "evil&lt;script&gt;alert(\"x\")&lt;/script&gt;&amp;\"'\\|\\`\\*\\_" in markdown
-    # The escaped pipe keeps the table shape: 8 cells in every row.
-    assert all(len(row) == 8 for row in md_table(markdown, "## Needs attention (worst first)"))
+    # The escaped pipe keeps the table shape: 9 cells in every row.
+    assert all(len(row) == 9 for row in md_table(markdown, "## Needs attention (worst first)"))
 
 
 def test_odd_figures_never_break_a_page():
@@ -569,7 +572,7 @@ def test_each_latency_figure_is_shown_beside_its_rule():
     parsed = parse(render.render_html(report, entries))
     table = next(rows for rows in parsed.tables if rows[0][:6] == ["Host", "Target", "Device", "Figure", "vs median",
                                                                    "Latency vs rule"])
-    assert table[0][6:] == ["Verdict", "Reason"]
+    assert table[0][6:] == ["Verdict", "Reason", "Likely cause"]
     cells = {row[0]: (row[5], row[6]) for row in table[1:]}
     assert cells["db2"] == ("read p99 1.30 ms \u2264 1.50 ms (rule 1 'db SSDs'); read p99.99 3.10 ms > 2.50 ms (rule 1 'db SSDs')",
                             "slow")

@@ -23,7 +23,7 @@ def shown(setting):
     """A default as people read it: a percentage for a fraction's variable, true/false, the text in backquotes."""
     if setting.kind == _settings.PERCENT:
         return "%g" % (setting.default * 100)
-    if setting.kind == _settings.FACTOR:
+    if setting.kind in (_settings.FACTOR, _settings.CELSIUS):
         return "%g" % setting.default
     if isinstance(setting.default, bool):
         return "true" if setting.default else "false"
