@@ -124,9 +124,18 @@ def sata_link(tree: SysTree, device: str, smart: Optional[Dict[str, Any]]) -> Re
         if port is None and not speed:
             return None, None       # not a SATA disk
         return None, "sata: link speed unknown (libata port ata%s, no smartctl interface speed)" % port
-    text = "SATA link %s Gb/s, capable %s Gb/s" % (_gbps(current), _gbps(maximum))
-    return {"speed_gbps": current, "max_gbps": maximum,
-            "degraded": current < maximum if None not in (current, maximum) else None, "text": text}, None
+    return {"speed_gbps": current, "max_gbps": maximum, "degraded": sata_degraded(current, maximum),
+            "text": sata_text(current, maximum)}, None
+
+
+def sata_degraded(current: Optional[float], maximum: Optional[float]) -> Optional[bool]:
+    """The SATA link trained below what it can do; None when either side is unknown."""
+    return current < maximum if current is not None and maximum is not None else None
+
+
+def sata_text(current: Optional[float], maximum: Optional[float]) -> str:
+    """'SATA link 3.0 Gb/s, capable 6.0 Gb/s'."""
+    return "SATA link %s Gb/s, capable %s Gb/s" % (_gbps(current), _gbps(maximum))
 
 
 def nvme_power(disk: str, run: Optional[Runner], replayed: bool) -> Reading:

@@ -23,7 +23,8 @@ from collections import Counter
 from collections.abc import Mapping as _MappingABC
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from ansible_collections.diskproof.fleet.plugins.module_utils._disk_state import state_after
+from ansible_collections.diskproof.fleet.plugins.module_utils import _pcie
+from ansible_collections.diskproof.fleet.plugins.module_utils._disk_state import sata_degraded, sata_text, state_after
 from ansible_collections.diskproof.fleet.plugins.module_utils._health import new_problems
 
 DEFAULT_MAX_TEMPERATURE_C = 70.0
@@ -154,27 +155,26 @@ def _profile(state: Mapping[str, Any]) -> Tuple[Any, ...]:
 
 
 def degraded_link(state: Mapping[str, Any]) -> Optional[Tuple[str, str]]:
-    """(cause, text) of a degraded PCIe or SATA link (the host's text, else made from the speeds), None when not
-    degraded."""
+    """(cause, text) of a degraded PCIe or SATA link, None when not degraded: the host's verdict and text, else the
+    same rules (module_utils/_pcie.py, _disk_state.py) applied to the speeds the record gives."""
     pcie = _mapping(state.get("pcie"))
     if pcie:
-        speed, width = _number(pcie.get("speed_gts")), _whole(pcie.get("width"))
-        max_speed, max_width = _number(pcie.get("max_speed_gts")), _whole(pcie.get("max_width"))
+        link = {"speed_gts": _number(pcie.get("speed_gts")), "width": _whole(pcie.get("width")),
+                "max_speed_gts": _number(pcie.get("max_speed_gts")), "max_width": _whole(pcie.get("max_width"))}
+        port = (_number(pcie.get("port_max_speed_gts")), _whole(pcie.get("port_max_width")))
         degraded = pcie.get("degraded")
-        if degraded is None and None not in (speed, width, max_speed, max_width):
-            degraded = speed < max_speed or width < max_width  # type: ignore[operator]
+        if degraded is None:
+            degraded = _pcie.degraded(link, *port)
         if degraded is True:
-            return CAUSE_PCIE_LINK, _text(pcie.get("text")) or sys.intern("PCIe link x%s at %g GT/s, capable x%s at %g GT/s" % (
-                width, speed or 0, max_width, max_speed or 0))
+            return CAUSE_PCIE_LINK, _text(pcie.get("text")) or sys.intern(_pcie.link_text(link, *port))
     sata = _mapping(state.get("sata"))
     if sata:
         speed, max_speed = _number(sata.get("speed_gbps")), _number(sata.get("max_gbps"))
         degraded = sata.get("degraded")
-        if degraded is None and speed is not None and max_speed is not None:
-            degraded = speed < max_speed
+        if degraded is None:
+            degraded = sata_degraded(speed, max_speed)
         if degraded is True:
-            return CAUSE_SATA_LINK, _text(sata.get("text")) or sys.intern("SATA link %.1f Gb/s, capable %.1f Gb/s" % (
-                speed or 0, max_speed or 0))
+            return CAUSE_SATA_LINK, _text(sata.get("text")) or sys.intern(sata_text(speed, max_speed))
     return None
 
 

@@ -396,3 +396,12 @@ def test_a_report_with_causes_and_differences_validates_against_the_shipped_sche
 @pytest.mark.parametrize("size_bytes, text", [(3.84e12, "3.84 TB"), (960e9, "960 GB"), (134217728, "134 MB")])
 def test_a_disk_group_names_its_capacity_as_a_label_would(size_bytes, text):
     assert _render._disk_size_text(size_bytes) == text
+
+
+def test_a_link_the_host_could_not_judge_is_judged_by_the_same_rule_port_included():
+    """No verdict from the host: _pcie's rule on the record's speeds - an x4 8 GT/s link under a port that can do no
+    more than 8 GT/s is not degraded, however fast the device could go."""
+    held_by_port = dict(DEGRADED_PCIE, width=4, port_max_speed_gts=8.0, degraded=None, text=None)
+    assert _causes.degraded_link({"pcie": held_by_port}) is None
+    assert _causes.degraded_link({"pcie": dict(held_by_port, port_max_speed_gts=None)}) == (
+        "pcie_link", "PCIe link x4 at 8 GT/s, capable x4 at 16 GT/s")
